@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Bar charts of a results.json (bench) or sweep results.json.
+
+Usable as a module (draw(results, png)) or on its own, by any python3 that
+has matplotlib:  python3 chart.py results.json chart.png
+It imports nothing else from the harness on purpose.
+"""
+
+import json
+import sys
+
+COLORS = {"baseline": "#8c8c8c", "bfo": "#1f77b4", "limit": "#2ca02c"}
+
+
+def _plt():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def draw_bench(results, png):
+    plt = _plt()
+    sets = [s for s in results["sets"].values() if any(m.get("median") for m in s["methods"].values())]
+    if not sets:
+        return False
+    fig, axes = plt.subplots(len(sets), 1, figsize=(10, 1.2 + 0.55 * max(len(s["methods"]) for s in sets)
+                                                     * len(sets) + 0.6 * len(sets)), squeeze=False)
+    cache = results.get("cache", "cold")
+    for ax, s in zip(axes[:, 0], sets):
+        ms = list(s["methods"].values())
+        names = [m["name"] + (" (FAILED)" if m["status"] == "FAILED" else "") for m in ms]
+        med = [m.get("median") or 0 for m in ms]
+        lo = [(m["median"] - m["min"]) if m.get("median") else 0 for m in ms]
+        hi = [(m["max"] - m["median"]) if m.get("median") else 0 for m in ms]
+        colors = ["#d62728" if m["status"] == "FAILED" else COLORS.get(m["group"], "#9467bd") for m in ms]
+        y = list(range(len(ms)))[::-1]
+        ax.barh(y, med, xerr=[lo, hi], color=colors, capsize=3)
+        ax.set_yticks(y)
+        ax.set_yticklabels(names)
+        base = next((m["median"] for m in ms if m["name"] == "plain-1t"), None)
+        for yy, v, m in zip(y, med, ms):
+            if not v:
+                ax.text(0, yy, " not available" if m["status"] == "n/a" else " no successful run",
+                        va="center", fontsize=8, color="#666666")
+                continue
+            lab = f"  {v:.2f}s"
+            if base:
+                lab += f"  ({base / v:.1f}x vs plain-1t)"
+            ax.text(m.get("max") or v, yy, lab, va="center", fontsize=8)
+        ax.set_xlabel(f"seconds, median (whiskers: min-max), {cache} cache")
+        ax.set_title(f"{s['set']}: {s['files']:,} files, {s['bytes'] / 1e6:,.0f} MB", fontsize=10)
+        ax.set_xlim(0, max(m.get("max") or 0 for m in ms) * 1.5)
+    fig.suptitle(f"BFO read benchmark - {results.get('started', '')} - "
+                 f"{results['machine'].get('kernel', '')}, {results['machine'].get('cpu_count')} CPUs",
+                 fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    fig.savefig(png, dpi=110)
+    return True
+
+
+def draw_sweep(results, png):
+    plt = _plt()
+    panels = []
+    for sname, s in results["sets"].items():
+        for eng, e in s["engines"].items():
+            for knob, rows in e["knobs"].items():
+                pts = [r for r in rows if r.get("median")]
+                if pts:
+                    panels.append((f"{sname} / {eng} / {knob}", pts, e.get("default", {}).get("median")))
+    if not panels:
+        return False
+    cols = 3
+    rows_n = (len(panels) + cols - 1) // cols
+    fig, axes = plt.subplots(rows_n, cols, figsize=(12, 3.0 * rows_n), squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.axis("off")
+    for ax, (title, pts, dflt) in zip(axes.flat, panels):
+        x = list(range(len(pts)))
+        ax.bar(x, [p["median"] for p in pts], color="#1f77b4",
+               yerr=[[p["median"] - p["min"] for p in pts], [p["max"] - p["median"] for p in pts]], capsize=3)
+        ax.set_xticks(x)
+        ax.set_xticklabels([str(p["value"]) for p in pts])
+        if dflt:
+            ax.axhline(dflt, color="#d62728", linestyle="--", linewidth=1, label="defaults")
+            ax.legend(fontsize=7)
+        ax.set_title(title, fontsize=9)
+        ax.set_ylabel("seconds")
+    fig.tight_layout()
+    fig.savefig(png, dpi=100)
+    return True
+
+
+def draw(results, png):
+    if results.get("kind") == "sweep":
+        return draw_sweep(results, png)
+    return draw_bench(results, png)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit("usage: chart.py results.json chart.png")
+    with open(sys.argv[1]) as f:
+        ok = draw(json.load(f), sys.argv[2])
+    if not ok:
+        print("nothing to draw", file=sys.stderr)
+    sys.exit(0 if ok else 3)

@@ -1,0 +1,237 @@
+"""The registry of data sets. A set = a name, default parameters, a planner
+(deterministic: sizes and operations from a seeded RNG, so its byte count and
+file count are known before anything is written) and a generator that carries
+out the plan in a directory.
+
+To add a set: write plan_X(params) -> Plan and register(SetSpec(...)).
+"""
+
+import math
+import os
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import util
+
+POOL_BYTES = 64 << 20     # random pool that file contents are cut from
+BLOCK = 4096
+
+
+@dataclass
+class Plan:
+    """What a generator will do. ops: ("write", relpath, size) / ("delete", relpath) / ("sync",)."""
+    dirs: list
+    ops: list
+    files: int = 0          # files present at the end
+    bytes: int = 0          # their total size
+    alloc_bytes: int = 0    # their total size rounded up to 4 KiB blocks
+    peak_alloc_bytes: int = 0
+    written_bytes: int = 0  # everything written, including what was deleted later
+
+    def finish(self):
+        live = {}
+        alloc = peak = written = 0
+        for op in self.ops:
+            if op[0] == "write":
+                if op[1] in live:
+                    alloc -= _alloc(live[op[1]])
+                live[op[1]] = op[2]
+                alloc += _alloc(op[2])
+                written += op[2]
+                peak = max(peak, alloc)
+            elif op[0] == "delete":
+                alloc -= _alloc(live.pop(op[1]))
+        self.files = len(live)
+        self.bytes = sum(live.values())
+        self.alloc_bytes = alloc
+        self.peak_alloc_bytes = peak
+        self.written_bytes = written
+        return self
+
+
+def _alloc(n):
+    return (n + BLOCK - 1) // BLOCK * BLOCK
+
+
+def _loguniform(rng, lo, hi):
+    return int(math.exp(rng.uniform(math.log(lo), math.log(hi))))
+
+
+@dataclass
+class SetSpec:
+    name: str
+    description: str
+    defaults: dict
+    planner: object
+    image_slack: float = 1.5      # image size ~ peak allocation x slack + metadata
+
+    def params(self, overrides=None):
+        p = dict(self.defaults)
+        for k, v in (overrides or {}).items():
+            if k in p and v is not None:
+                p[k] = type(p[k])(v)
+        return p
+
+    def plan(self, params):
+        return self.planner(params).finish()
+
+    def image_geometry(self, plan):
+        """(image size, inode count, bytes it will really occupy on the backing fs)."""
+        inodes = int(plan.files * 1.2 + len(plan.dirs) + 10000)
+        meta = inodes * 256 + len(plan.dirs) * 64 * 1024 + (192 << 20)   # inode tables, dirs, journal, slack
+        size = int(plan.peak_alloc_bytes * self.image_slack) + meta
+        size = max(size, 512 << 20)
+        size = (size + (64 << 20) - 1) // (64 << 20) * (64 << 20)
+        return size, inodes, plan.peak_alloc_bytes + inodes * 256 + (128 << 20)
+
+
+REGISTRY = {}
+
+
+def register(spec):
+    REGISTRY[spec.name] = spec
+    return spec
+
+
+# --------------------------------------------------------------------------
+# Planners
+# --------------------------------------------------------------------------
+def _dirs(n):
+    return [f"d{i:03d}" for i in range(n)]
+
+
+def plan_small(p):
+    """N files of one size in D directories, created in shuffled order."""
+    rng = random.Random(p["seed"])
+    dirs = _dirs(p["dirs"])
+    order = list(range(p["files"]))
+    rng.shuffle(order)
+    ops = [("write", f"{dirs[i % len(dirs)]}/f{i:06d}", p["size"]) for i in order]
+    return Plan(dirs=dirs, ops=ops + [("sync",)])
+
+
+def plan_mixed(p):
+    """Log-uniform sizes until the total reaches target_bytes, shuffled creation."""
+    rng = random.Random(p["seed"])
+    dirs = _dirs(p["dirs"])
+    sizes, total = [], 0
+    while total < p["target_bytes"]:
+        s = _loguniform(rng, p["min_size"], p["max_size"])
+        sizes.append(s)
+        total += s
+    order = list(range(len(sizes)))
+    rng.shuffle(order)
+    ops = [("write", f"{dirs[i % len(dirs)]}/f{i:06d}", sizes[i]) for i in order]
+    return Plan(dirs=dirs, ops=ops + [("sync",)])
+
+
+def plan_aged(p):
+    """Round-robin creation across directories (their files interleave on
+    disk), then `rounds` times: delete a random `churn` fraction, sync, write
+    new files of other sizes round-robin until the total is back at
+    target_bytes, sync. Freed space is reused, so each directory's files end
+    up scattered between other directories' files."""
+    rng = random.Random(p["seed"])
+    dirs = _dirs(p["dirs"])
+    ops, live, total, serial = [], [], 0, 0
+
+    def fill(tag):
+        nonlocal total, serial
+        while total < p["target_bytes"]:
+            s = _loguniform(rng, p["min_size"], p["max_size"])
+            path = f"{dirs[serial % len(dirs)]}/{tag}{serial:06d}"
+            serial += 1
+            ops.append(("write", path, s))
+            live.append((path, s))
+            total += s
+        ops.append(("sync",))
+
+    fill("g0-")
+    for r in range(1, p["rounds"] + 1):
+        victims = set(rng.sample(range(len(live)), int(len(live) * p["churn"])))
+        keep = []
+        for i, (path, s) in enumerate(live):
+            if i in victims:
+                ops.append(("delete", path))
+                total -= s
+            else:
+                keep.append((path, s))
+        live[:] = keep
+        ops.append(("sync",))
+        fill(f"g{r}-")
+    return Plan(dirs=dirs, ops=ops)
+
+
+register(SetSpec(
+    name="4k",
+    description="files of 4 KiB (100,000 unless --files) in 100 directories, created in shuffled order "
+                "across directories (readdir order, inode order and disk order all differ)",
+    defaults={"files": 100_000, "size": 4096, "dirs": 100, "seed": 4096},
+    planner=plan_small))
+
+register(SetSpec(
+    name="mixed",
+    description="sizes log-uniform from 1 KiB to 1 MiB, about 1 GiB in total, 100 directories, shuffled creation",
+    defaults={"target_bytes": 1 << 30, "min_size": 1024, "max_size": 1 << 20, "dirs": 100, "seed": 1},
+    planner=plan_mixed))
+
+register(SetSpec(
+    name="aged",
+    description="about 400 MB, 1 KiB-256 KiB files written round-robin across 100 directories, then 3 rounds "
+                "of deleting 30% and rewriting other sizes: free space reused, directories scattered on disk",
+    defaults={"target_bytes": 400_000_000, "min_size": 1024, "max_size": 256 << 10, "dirs": 100,
+              "rounds": 3, "churn": 0.3, "seed": 7},
+    planner=plan_aged,
+    image_slack=1.3))
+
+
+# --------------------------------------------------------------------------
+# Generator
+# --------------------------------------------------------------------------
+def generate(spec, params, plan, set_dir, progress_every=10.0):
+    """Carry out plan in set_dir. File contents: a header naming the file, then
+    bytes cut at a random offset from a seeded random pool (all files differ)."""
+    rng = random.Random(params.get("seed", 0) * 7919 + 17)
+    pool = rng.randbytes(POOL_BYTES)
+    pool_mv = memoryview(pool)
+    set_dir = Path(set_dir)
+    set_dir.mkdir(parents=True, exist_ok=True)
+    for d in plan.dirs:
+        (set_dir / d).mkdir(exist_ok=True)
+    t0 = last = time.monotonic()
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+    nops = len(plan.ops)
+    for k, op in enumerate(plan.ops):
+        kind = op[0]
+        if kind == "write":
+            rel, size = op[1], op[2]
+            header = f"{spec.name}:{rel}:{size}\n".encode()[:size]
+            off = rng.randrange(0, POOL_BYTES - size + 1)
+            fd = os.open(set_dir / rel, flags, 0o644)
+            try:
+                os.write(fd, header)
+                rest = size - len(header)
+                pos = off
+                while rest > 0:
+                    n = os.write(fd, pool_mv[pos:pos + rest])
+                    rest -= n
+                    pos += n
+            finally:
+                os.close(fd)
+        elif kind == "delete":
+            os.unlink(set_dir / op[1])
+        elif kind == "sync":
+            os.sync()
+        now = time.monotonic()
+        if now - last > progress_every:
+            util.log(f"  generating {spec.name}: {100 * (k + 1) / nops:.0f}%")
+            last = now
+    os.sync()
+    return time.monotonic() - t0
+
+
+def describe(name, params, plan):
+    return (f"{name}: {plan.files:,} files, {plan.bytes / 1e6:,.1f} MB in {len(plan.dirs)} directories "
+            f"(params {params})")

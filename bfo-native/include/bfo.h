@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * bfo.h - Batch-File Operations: read (and later write and copy) many small
+ * files as one batch, with few large I/Os sorted by disk address.
+ *
+ * This is libbfo's only public header.  Conventions, as in liburing:
+ *  - every exported name is bfo_ + object + verb;
+ *  - functions return 0, a count, or a negative errno value, and never
+ *    read or write the thread's errno;
+ *  - handles are opaque; public structs have fixed-width fields, a leading
+ *    `size` member where the caller fills them (extensible like openat2's
+ *    struct open_how) and reserved padding for later fields.
+ *
+ * A read batch, in short:
+ *
+ *	struct bfo_opts o;
+ *	struct bfo_ctx *ctx;
+ *	bfo_opts_init(&o);
+ *	bfo_ctx_create(&ctx, &o);
+ *	bfo_read_submit(ctx, paths, n);          // may accept fewer than n
+ *	bfo_read_finish(ctx);                    // no more paths
+ *	while ((k = bfo_read_wait(ctx, files, 64, -1)) > 0) {
+ *		... use files[0..k) ...
+ *		bfo_read_release(ctx, files, k);
+ *	}
+ *	bfo_ctx_destroy(ctx);
+ *
+ * The engine works in two phases per window of files (metadata of the whole
+ * window first, then its data in an order chosen for the device) and
+ * pipelines windows, so a caller that submits more paths than one window
+ * holds streams through them with bounded memory, descriptors and threads.
+ */
+#ifndef BFO_H
+#define BFO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BFO_VERSION_MAJOR 0
+#define BFO_VERSION_MINOR 1
+#define BFO_VERSION_PATCH 0
+/* MAJOR * 10000 + MINOR * 100 + PATCH, as returned by bfo_version(). */
+#define BFO_VERSION_NUMBER \
+	(BFO_VERSION_MAJOR * 10000 + BFO_VERSION_MINOR * 100 + BFO_VERSION_PATCH)
+
+/* Data engines.  AUTO picks, per file system, the best one available. */
+enum bfo_engine {
+	BFO_ENGINE_AUTO = 0,
+	/* O_DIRECT reads of merged regions from the file system's block
+	 * device, sorted by physical offset; needs a readable device node and
+	 * ext2/3/4 or XFS. */
+	BFO_ENGINE_RAW = 1,
+	/* per-file reads through io_uring at high queue depth. */
+	BFO_ENGINE_URING = 2,
+	/* a thread pool of pread() calls. */
+	BFO_ENGINE_PORTABLE = 3,
+	/* no data was read (metadata-only and plan-only batches, failures
+	 * found in the metadata phase). */
+	BFO_ENGINE_NONE = 4,
+};
+
+/* The order in which the uring and portable engines read files. */
+enum bfo_order {
+	/* physical order (FIEMAP) on rotational devices, inode order without
+	 * any FIEMAP call elsewhere: mapping every file costs more than it
+	 * saves on flash. */
+	BFO_ORDER_AUTO = 0,
+	BFO_ORDER_INODE = 1,
+	BFO_ORDER_PHYSICAL = 2,
+};
+
+/* bfo_opts.flags */
+#define BFO_READ_NOFOLLOW       (1u << 0) /* a symlink is refused: -ELOOP */
+#define BFO_READ_STOP_ON_ERROR  (1u << 1) /* end the batch at the first failure */
+#define BFO_READ_METADATA_ONLY  (1u << 2) /* phase 1 only: no data is read */
+#define BFO_READ_PLAN_ONLY      (1u << 3) /* phase 1 plus the ORDER_LIST, no data */
+
+/*
+ * Options of a context.  Zero in any numeric field means "the default";
+ * bfo_opts_init() fills the defaults so callers can read them.
+ */
+struct bfo_opts {
+	uint32_t size;          /* sizeof(struct bfo_opts) as the caller knows it */
+	uint32_t flags;         /* BFO_READ_* */
+	uint32_t engine;        /* enum bfo_engine */
+	uint32_t order;         /* enum bfo_order */
+	uint32_t window_files;  /* files planned together (phase 1) */
+	uint32_t queue_depth;   /* I/Os in flight in phase 2 */
+	uint32_t threads;       /* metadata and portable-engine threads */
+	uint32_t reserved0;
+	uint64_t window_bytes;  /* data bytes dispatched together (phase 2) */
+	uint64_t arena_bytes;   /* memory that holds delivered data */
+	uint64_t merge_gap;     /* raw: read through gaps up to this size; 1: adjacent only */
+	uint64_t max_io;        /* raw: largest single read */
+	uint64_t large_extent;  /* raw: extents above this are not merged */
+	uint64_t large_file;    /* files above this are delivered in pieces of this size */
+	uint64_t reserved[8];
+};
+
+/*
+ * A delivered file (or piece of a file).  128 bytes, fixed layout, so
+ * bindings can read an array of them from a direct buffer.
+ *
+ * A file of at most opts.large_file bytes is delivered once, with offset 0,
+ * length == size and BFO_FILE_LAST set.  A larger file is delivered as
+ * consecutive pieces in offset order; the last one has BFO_FILE_LAST.  If a
+ * piece fails, an entry with status < 0 and BFO_FILE_LAST ends that file and
+ * the pieces before it must be discarded.
+ */
+#define BFO_FILE_LAST     (1u << 0) /* last (or only) entry of this file */
+
+struct bfo_file {
+	uint64_t index;         /* position of the path in the batch, from 0 */
+	union {                 /* the path as submitted (library copy) */
+		const char *path;
+		uint64_t path_u64;
+	};
+	union {                 /* the bytes; NULL when length is 0 or status < 0 */
+		const void *data;
+		uint64_t data_u64;
+	};
+	uint64_t offset;        /* offset of data within the file */
+	uint64_t length;        /* bytes at data */
+	uint64_t size;          /* file size */
+	int64_t mtime_sec;
+	int64_t ctime_sec;
+	uint64_t ino;
+	uint64_t dev;           /* major << 32 | minor */
+	uint64_t cookie;        /* private to the library: identifies the entry */
+	uint32_t mtime_nsec;
+	uint32_t ctime_nsec;
+	uint32_t mode;          /* st_mode, also set for refused file types */
+	int32_t status;         /* 0, or -errno: see bfo_strerror() */
+	uint16_t engine;        /* enum bfo_engine that produced this entry */
+	uint16_t flags;         /* BFO_FILE_* */
+	uint32_t reserved0;
+	uint64_t reserved[2];
+};
+
+/*
+ * What a batch did.  Times are wall-clock nanoseconds; meta and data are
+ * each the time during which at least one window was in that phase, so
+ * with pipelining they overlap and can add up to more than total.
+ */
+struct bfo_stats {
+	uint64_t files;         /* paths submitted */
+	uint64_t files_ok;      /* files delivered completely */
+	uint64_t files_failed;  /* files delivered with status < 0 */
+	uint64_t bytes;         /* file bytes delivered */
+	uint64_t device_bytes;  /* bytes read by I/Os, merged gaps included */
+	uint64_t ios;           /* data read I/Os issued */
+	uint64_t regions;       /* raw: merged regions read */
+	uint64_t extents;       /* extents mapped (FIEMAP) */
+	uint64_t gap_bytes;     /* raw: bytes read through and discarded */
+	uint64_t fallback_files;/* files that left the raw or uring path for a per-file read */
+	uint64_t windows;       /* planning windows */
+	uint64_t ns_meta;
+	uint64_t ns_data;
+	uint64_t ns_total;
+	uint32_t engine;        /* the engine that read most bytes (enum bfo_engine) */
+	uint32_t engines;       /* bit (1 << engine) for every engine that ran */
+	uint64_t files_by_engine[5];
+	uint64_t reserved[8];
+};
+
+struct bfo_ctx;
+
+/*
+ * bfo_version - MAJOR * 10000 + MINOR * 100 + PATCH of the loaded library.
+ */
+int bfo_version(void);
+
+/*
+ * bfo_opts_init - fill *opts with the defaults and set opts->size.
+ */
+void bfo_opts_init(struct bfo_opts *opts);
+
+/*
+ * bfo_ctx_create - make a context: worker threads, an io_uring instance
+ * when the engine can use one, and the memory arena.
+ *
+ * opts may be NULL for the defaults.  Returns 0 and stores the context in
+ * *ctx, or -EINVAL for a bad option, -E2BIG when opts->size is larger than
+ * this library knows and the extra bytes are not zero, -EOPNOTSUPP when the
+ * requested engine cannot run here (see bfo_ctx_describe() for why),
+ * -ENOMEM.  The caller owns the context and frees it with bfo_ctx_destroy().
+ */
+int bfo_ctx_create(struct bfo_ctx **ctx, const struct bfo_opts *opts);
+
+/*
+ * bfo_ctx_destroy - cancel any batch in flight, wait for its I/O, stop the
+ * threads and free everything, including entries not yet released.
+ * No other call on ctx may run concurrently.  NULL is ignored.
+ */
+void bfo_ctx_destroy(struct bfo_ctx *ctx);
+
+/*
+ * bfo_ctx_describe - write a NUL-terminated, human-readable line about the
+ * engines this context can use (and why not the others) into buf.
+ * Returns the length the full text needs, like snprintf.
+ */
+int bfo_ctx_describe(struct bfo_ctx *ctx, char *buf, size_t len);
+
+/*
+ * bfo_read_submit - add paths to the current batch; the first call after
+ * a batch ended starts a new one (indices restart at 0, stats reset).
+ *
+ * The library copies the strings.  It accepts paths while its input queue
+ * has room and returns how many it took (0..n, in order); the caller
+ * submits the rest after consuming results with bfo_read_wait().
+ * Returns -EINVAL for a NULL path, -ECANCELED while a batch stopped by
+ * BFO_READ_STOP_ON_ERROR or bfo_read_cancel() is not yet drained by
+ * bfo_read_wait(), -EBUSY after bfo_read_finish() until the batch ended.
+ */
+int bfo_read_submit(struct bfo_ctx *ctx, const char *const *paths, unsigned n);
+
+/*
+ * bfo_read_submit_packed - like bfo_read_submit() for NUL-terminated paths
+ * laid end to end in buf[0..len) (the form `find -print0` writes and
+ * bindings can pass in one buffer).  Returns the number of bytes consumed,
+ * always at a path boundary, or a negative errno value as above; -EINVAL
+ * if buf does not end with a NUL.
+ */
+long bfo_read_submit_packed(struct bfo_ctx *ctx, const char *buf, size_t len);
+
+/*
+ * bfo_read_finish - declare that the current batch has no more paths.
+ * Returns 0, or -EINVAL when no batch was started (a batch of zero paths
+ * is started by calling bfo_read_submit(ctx, NULL, 0) first).
+ */
+int bfo_read_finish(struct bfo_ctx *ctx);
+
+/*
+ * bfo_read_wait - fetch completed entries, in completion order.
+ *
+ * Blocks until at least one entry is ready or timeout_ms passes (-1: no
+ * limit, 0: poll), then stores up to max entries in files.  Every entry
+ * must be given back with bfo_read_release(); until then its path and data
+ * stay valid and its arena space stays in use.
+ *
+ * Returns the number of entries (> 0); 0 when the batch has ended (all
+ * entries delivered after bfo_read_finish(), or the batch was stopped);
+ * -EAGAIN when nothing is in flight and the batch needs more paths or
+ * bfo_read_finish(); -ENOBUFS when the arena is full of entries the
+ * caller still holds and nothing else can complete; -ETIME on timeout;
+ * -EINVAL when no batch was started.
+ */
+int bfo_read_wait(struct bfo_ctx *ctx, struct bfo_file *files, unsigned max,
+		  int timeout_ms);
+
+/*
+ * bfo_read_release - give entries returned by bfo_read_wait() back.  Their
+ * data and path must not be used afterwards.  Returns 0, or -EINVAL for an
+ * entry this context did not deliver or already released (the rest of the
+ * array is still released).
+ */
+int bfo_read_release(struct bfo_ctx *ctx, const struct bfo_file *files,
+		     unsigned n);
+
+/*
+ * bfo_read_cancel - end the current batch early.  Entries not yet
+ * delivered are dropped, in-flight I/O is waited for, and bfo_read_wait()
+ * returns 0 once that is done; entries already delivered stay valid until
+ * released.  May be called from any thread.  Returns 0.
+ */
+int bfo_read_cancel(struct bfo_ctx *ctx);
+
+/*
+ * bfo_read_stats - copy the current (or last) batch's statistics into
+ * *stats; safe while the batch runs, for progress.  Returns 0.
+ */
+int bfo_read_stats(struct bfo_ctx *ctx, struct bfo_stats *stats);
+
+/*
+ * bfo_engine_name - "auto", "raw", "uring", "portable" or "none".
+ * Returns "?" for an unknown value.  The string is static.
+ */
+const char *bfo_engine_name(int engine);
+
+/*
+ * bfo_strerror - text for a status or return value (0 or -errno), like
+ * strerror() but thread-safe and with BFO's own meanings where it gives
+ * errno values one:
+ *   -ESTALE  the file changed while it was being read (size, times or
+ *            identity differed before and after); nothing was delivered;
+ *   -EINVAL  as a file status: not a regular file (see bfo_file.mode);
+ *   -ELOOP   as a file status with BFO_READ_NOFOLLOW: a symbolic link.
+ * The string is static.
+ */
+const char *bfo_strerror(int status);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BFO_H */

@@ -1,0 +1,826 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The context: options, the batch state machine, the input queue, results
+ * handed to the caller, and the tickets that tie a delivered entry to the
+ * memory it uses.
+ *
+ * Threads: the caller (submit, wait, release, cancel, stats), the pool
+ * (phase 1 and per-file reads) and one dispatcher (phase 2).  All shared
+ * state below is guarded by ctx->lock; entries of a window being planned
+ * belong to the pool task planning them, entries of an active window to the
+ * dispatcher, until they are queued for the caller.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/*
+ * Defaults, measured on the 100,000 x 4 KiB set (cold cache, ext4 on a
+ * loop device; benchmarks/sweep and benchmarks/README.md):
+ *  - a small arena is faster than a large one: every page of the ring is
+ *    zeroed on first touch, so 256 MiB cost about 0.4 s more than 64 MiB
+ *    for a 400 MB batch, while 64 MiB already keeps the device busy;
+ *  - 16 threads: cold metadata (statx, FIEMAP) blocks on inode-table and
+ *    directory reads; 8 leave the device idle, 32 only add switching;
+ *  - queue depth 128: per-file uring reads merge better in the block
+ *    layer when more adjacent ones are submitted together.
+ */
+#define DEF_WINDOW_FILES   65536u
+#define DEF_QUEUE_DEPTH    128u
+#define DEF_THREADS        16u
+#define DEF_WINDOW_BYTES   (16ull << 20)
+#define DEF_ARENA_BYTES    (64ull << 20)
+#define DEF_MERGE_GAP      (64ull << 10)
+#define DEF_MAX_IO         (1ull << 20)
+#define DEF_LARGE_EXTENT   (1ull << 20)
+#define DEF_LARGE_FILE     (16ull << 20)
+
+/* Slow start: the first window of a batch has this many files at most. */
+#define FIRST_WINDOW_FILES 512u
+
+#define MAX_THREADS        256u
+#define MAX_QUEUE_DEPTH    4096u
+#define MAX_WINDOW_FILES   (1u << 20)
+
+BFO_API int bfo_version(void)
+{
+	return BFO_VERSION_NUMBER;
+}
+
+BFO_API void bfo_opts_init(struct bfo_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->size = sizeof(*o);
+	o->engine = BFO_ENGINE_AUTO;
+	o->order = BFO_ORDER_AUTO;
+	o->window_files = DEF_WINDOW_FILES;
+	o->queue_depth = DEF_QUEUE_DEPTH;
+	o->threads = DEF_THREADS;
+	o->window_bytes = DEF_WINDOW_BYTES;
+	o->arena_bytes = DEF_ARENA_BYTES;
+	o->merge_gap = DEF_MERGE_GAP;
+	o->max_io = DEF_MAX_IO;
+	o->large_extent = DEF_LARGE_EXTENT;
+	o->large_file = DEF_LARGE_FILE;
+}
+
+BFO_API const char *bfo_engine_name(int engine)
+{
+	switch (engine) {
+	case BFO_ENGINE_AUTO: return "auto";
+	case BFO_ENGINE_RAW: return "raw";
+	case BFO_ENGINE_URING: return "uring";
+	case BFO_ENGINE_PORTABLE: return "portable";
+	case BFO_ENGINE_NONE: return "none";
+	}
+	return "?";
+}
+
+BFO_API const char *bfo_strerror(int status)
+{
+	if (status > 0)
+		status = -status;
+	switch (status) {
+	case 0: return "Success";
+	case -ESTALE: return "file changed while it was being read";
+	case -EINVAL: return "not a regular file";
+	case -ELOOP: return "is a symbolic link (not followed)";
+	}
+	/* strerrordesc_np: glibc's thread-safe table, no errno writes. */
+	const char *s = strerrordesc_np(-status);
+	return s ? s : "Unknown error";
+}
+
+/* ------------------------------------------------------------ options */
+
+static int opts_resolve(struct bfo_opts *out, const struct bfo_opts *in)
+{
+	struct bfo_opts d;
+
+	bfo_opts_init(&d);
+	if (in) {
+		size_t n = in->size;
+
+		if (n < offsetof(struct bfo_opts, reserved))
+			return -EINVAL;
+		if (n > sizeof(d)) {
+			const uint8_t *p = (const uint8_t *)in;
+
+			for (size_t i = sizeof(d); i < n; i++)
+				if (p[i])
+					return -E2BIG;
+			n = sizeof(d);
+		}
+		struct bfo_opts c;
+
+		memset(&c, 0, sizeof(c));
+		memcpy(&c, in, n);
+		for (size_t i = 0; i < sizeof(c.reserved) / sizeof(c.reserved[0]); i++)
+			if (c.reserved[i])
+				return -EINVAL;
+		if (c.reserved0)
+			return -EINVAL;
+		if (c.flags & ~(BFO_READ_NOFOLLOW | BFO_READ_STOP_ON_ERROR |
+				BFO_READ_METADATA_ONLY | BFO_READ_PLAN_ONLY))
+			return -EINVAL;
+		if (c.engine > BFO_ENGINE_PORTABLE || c.order > BFO_ORDER_PHYSICAL)
+			return -EINVAL;
+		d.flags = c.flags;
+		d.engine = c.engine;
+		d.order = c.order;
+#define TAKE(f) do { if (c.f) d.f = c.f; } while (0)
+		TAKE(window_files);
+		TAKE(queue_depth);
+		TAKE(threads);
+		TAKE(window_bytes);
+		TAKE(arena_bytes);
+		TAKE(merge_gap);
+		TAKE(max_io);
+		TAKE(large_extent);
+		TAKE(large_file);
+#undef TAKE
+	}
+	if (d.threads > MAX_THREADS || d.queue_depth > MAX_QUEUE_DEPTH ||
+	    d.window_files > MAX_WINDOW_FILES)
+		return -EINVAL;
+	if (d.max_io < 4096 || d.max_io > (64ull << 20) || d.max_io % 4096)
+		return -EINVAL;
+	if (d.arena_bytes < (1ull << 20))
+		return -EINVAL;
+	/* Bounds that keep every group and piece able to fit in the arena
+	 * while another one is held by the caller: no deadlock by design. */
+	if (d.window_bytes > d.arena_bytes / 2)
+		d.window_bytes = d.arena_bytes / 2;
+	if (d.large_file > d.arena_bytes / 4)
+		d.large_file = d.arena_bytes / 4;
+	if (d.large_file < 4096)
+		return -EINVAL;
+	*out = d;
+	return 0;
+}
+
+/* ------------------------------------------------------------ create */
+
+BFO_API int bfo_ctx_create(struct bfo_ctx **out, const struct bfo_opts *opts)
+{
+	struct bfo_ctx *ctx;
+	int ret;
+
+	if (!out)
+		return -EINVAL;
+	if (getenv("BFO_TRACE"))
+		bfo_trace_start = bfo_now_ns();
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return -ENOMEM;
+	ret = opts_resolve(&ctx->o, opts);
+	if (ret)
+		goto fail_free;
+	pthread_mutex_init(&ctx->lock, NULL);
+	pthread_cond_init(&ctx->cond, NULL);
+	ctx->ticket_free = UINT32_MAX;
+	ctx->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (ctx->evfd < 0) {
+		ret = -ENOMEM;
+		goto fail_lock;
+	}
+	ret = arena_init(&ctx->arena, ctx->o.arena_bytes);
+	if (ret)
+		goto fail_evfd;
+	devcache_init(&ctx->devs, ctx->o.engine == BFO_ENGINE_AUTO ||
+				   ctx->o.engine == BFO_ENGINE_RAW);
+	ret = pool_start(&ctx->pool, ctx->o.threads);
+	if (ret)
+		goto fail_arena;
+
+	/* The dispatcher creates the io_uring instance itself (it is the only
+	 * submitter) and reports back whether the engine can run. */
+	ret = -pthread_create(&ctx->dispatcher, NULL, dispatcher_main, ctx);
+	if (ret)
+		goto fail_pool;
+	pthread_mutex_lock(&ctx->lock);
+	while (!ctx->dispatcher_started)
+		pthread_cond_wait(&ctx->cond, &ctx->lock);
+	pthread_mutex_unlock(&ctx->lock);
+	if (!ctx->u && (ctx->o.engine == BFO_ENGINE_RAW ||
+			ctx->o.engine == BFO_ENGINE_URING)) {
+		bfo_ctx_destroy(ctx);
+		return -EOPNOTSUPP;
+	}
+	*out = ctx;
+	return 0;
+
+fail_pool:
+	pool_stop(&ctx->pool);
+fail_arena:
+	devcache_fini(&ctx->devs);
+	arena_fini(&ctx->arena);
+fail_evfd:
+	close(ctx->evfd);
+fail_lock:
+	pthread_mutex_destroy(&ctx->lock);
+	pthread_cond_destroy(&ctx->cond);
+fail_free:
+	free(ctx);
+	return ret;
+}
+
+BFO_API int bfo_ctx_describe(struct bfo_ctx *ctx, char *buf, size_t len)
+{
+	char devs[1024] = "";
+	size_t used = 0;
+
+	if (!ctx)
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->devs.lock);
+	for (struct devinfo *d = ctx->devs.list; d && used < sizeof(devs); d = d->next) {
+		int k = snprintf(devs + used, sizeof(devs) - used, "; %u:%u raw %s (%s)",
+				 (unsigned)(d->dev >> 32), (unsigned)d->dev,
+				 d->raw_fd >= 0 ? "yes" : "no", d->why);
+		if (k > 0)
+			used += (size_t)k;
+	}
+	pthread_mutex_unlock(&ctx->devs.lock);
+	return snprintf(buf, len, "engine %s; io_uring %s%s%s; threads %u; arena %llu MiB%s",
+			bfo_engine_name((int)ctx->o.engine),
+			ctx->u ? "available" : "unavailable",
+			ctx->u ? "" : ": ", ctx->u ? "" : ctx->uring_why,
+			ctx->o.threads,
+			(unsigned long long)(ctx->o.arena_bytes >> 20), devs);
+}
+
+/* ------------------------------------------------------------ tickets */
+
+static uint64_t ticket_get_locked(struct bfo_ctx *ctx, struct window *w,
+				  struct chunk *chunk)
+{
+	uint32_t i;
+
+	if (ctx->ticket_free == UINT32_MAX) {
+		uint32_t n = ctx->nticket ? ctx->nticket * 2 : 1024;
+		struct ticket *t = realloc(ctx->tickets, n * sizeof(*t));
+
+		if (!t)
+			return 0;
+		for (i = ctx->nticket; i < n; i++) {
+			t[i] = (struct ticket){ .next_free = i + 1 < n ? i + 1 : UINT32_MAX };
+		}
+		ctx->tickets = t;
+		ctx->ticket_free = ctx->nticket;
+		ctx->nticket = n;
+	}
+	i = ctx->ticket_free;
+	struct ticket *t = &ctx->tickets[i];
+
+	ctx->ticket_free = t->next_free;
+	t->used = true;
+	t->gen++;
+	t->w = w;
+	t->chunk = chunk;
+	w->refs++;
+	if (chunk)
+		chunk->refs++;
+	ctx->tickets_out++;
+	return (uint64_t)t->gen << 32 | i;
+}
+
+static int ticket_put_locked(struct bfo_ctx *ctx, uint64_t cookie)
+{
+	uint32_t i = (uint32_t)cookie, gen = (uint32_t)(cookie >> 32);
+	struct ticket *t;
+
+	if (i >= ctx->nticket)
+		return -EINVAL;
+	t = &ctx->tickets[i];
+	if (!t->used || t->gen != gen)
+		return -EINVAL;
+	t->used = false;
+	t->next_free = ctx->ticket_free;
+	ctx->ticket_free = i;
+	ctx->tickets_out--;
+	if (t->chunk) {
+		arena_put(&ctx->arena, t->chunk);
+		/* The dispatcher retries its allocation and sets the flag
+		 * again if the space is still short; until then the caller
+		 * must not conclude -ENOBUFS. */
+		if (ctx->disp_blocked) {
+			ctx->disp_blocked = false;
+			ctx_wake_dispatcher(ctx);
+		}
+	}
+	ctx_window_put_locked(ctx, t->w);
+	return 0;
+}
+
+/* ------------------------------------------------------------ windows */
+
+void ctx_window_put_locked(struct bfo_ctx *ctx, struct window *w)
+{
+	if (--w->refs)
+		return;
+	for (struct window **pp = &ctx->retired; *pp; pp = &(*pp)->next) {
+		if (*pp == w) {
+			*pp = w->next;
+			break;
+		}
+	}
+	window_free(w);
+}
+
+void ctx_wake_dispatcher(struct bfo_ctx *ctx)
+{
+	uint64_t one = 1;
+
+	if (ctx->wake_pending)
+		return;
+	ctx->wake_pending = true;
+	/* An eventfd write cannot block (the counter never nears its limit
+	 * because the dispatcher drains it) and is async-signal-safe. */
+	if (write(ctx->evfd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the counter is already non-zero, so a wake is due. */
+	}
+}
+
+void ctx_update_phase_times_locked(struct bfo_ctx *ctx)
+{
+	uint64_t now = bfo_now_ns();
+	bool meta = ctx->nplanning > 0;
+	bool data = ctx->nactive > 0;
+
+	if (ctx->t_meta_since && !meta) {
+		ctx->st.ns_meta += now - ctx->t_meta_since;
+		ctx->t_meta_since = 0;
+	} else if (!ctx->t_meta_since && meta) {
+		ctx->t_meta_since = now;
+	}
+	if (ctx->t_data_since && !data) {
+		ctx->st.ns_data += now - ctx->t_data_since;
+		ctx->t_data_since = 0;
+	} else if (!ctx->t_data_since && data) {
+		ctx->t_data_since = now;
+	}
+}
+
+/*
+ * Start planning windows while there is input, room in the lookahead and
+ * the caller keeps up with results.
+ *
+ * Windows start small and grow four-fold up to window_files ("slow
+ * start"): the data phase begins after the metadata of a few hundred files
+ * instead of a whole window, and later windows are large enough that the
+ * groups cut from them in physical order are dense on the device.
+ */
+void ctx_feed_planner_locked(struct bfo_ctx *ctx)
+{
+	while (ctx->bstate == B_ACTIVE || ctx->bstate == B_FINISHED) {
+		uint64_t want = ctx->next_window_files;
+		uint64_t n = MIN(want, ctx->in_count);
+
+		if (n == 0)
+			return;
+		if (n < want && ctx->bstate != B_FINISHED)
+			return;
+		if (ctx->nplanning + ctx->nplanned + ctx->nactive > BFO_LOOKAHEAD)
+			return;
+		if (ctx->res_count > 4 * (size_t)ctx->o.window_files)
+			return;
+
+		const char *p = ctx->in_buf + ctx->in_pos;
+		size_t len = 0;
+		uint64_t i;
+		struct window *w;
+
+		for (i = 0; i < n; i++)
+			len += strlen(p + len) + 1;
+		/* Everything the window needs up to its plan is allocated here,
+		 * so a window once formed always delivers all its entries. */
+		w = window_alloc((uint32_t)n, len);
+		if (!w)
+			return;  /* retried on the next submit, wait or dispatch */
+		memcpy(w->paths, p, len);
+		w->paths_len = len;
+		for (i = 0, len = 0; i < n; i++) {
+			w->e[i].path = w->paths + len;
+			len += strlen(w->paths + len) + 1;
+		}
+		ctx->in_pos += len;
+		ctx->in_count -= n;
+		if (ctx->in_count == 0)
+			ctx->in_pos = ctx->in_len = 0;
+		w->undelivered = (uint32_t)n;
+		w->base = ctx->next_index;
+		ctx->next_index += n;
+		w->serial = ++ctx->serial;
+		w->refs = 1;
+		ctx->next_window_files = MIN(ctx->next_window_files * 4, ctx->o.window_files);
+		ctx->nplanning++;
+		ctx->st.windows++;
+		ctx_update_phase_times_locked(ctx);
+		plan_start_window(ctx, w);
+	}
+}
+
+/* ------------------------------------------------------------ results */
+
+void ctx_push_result_locked(struct bfo_ctx *ctx, struct window *w, uint32_t ei,
+			    struct chunk *chunk, const void *data,
+			    uint64_t offset, uint64_t length, bool last)
+{
+	struct entry *e = &w->e[ei];
+	struct bfo_file *f;
+
+	if (last) {
+		e->delivered = true;
+		w->undelivered--;
+	}
+	if (ctx->bstate == B_STOPPING)
+		return;        /* cancelled or stopped: dropped, never shown */
+	if (ctx->res_count == ctx->res_cap) {
+		size_t n = ctx->res_cap ? ctx->res_cap * 2 : 1024;
+		struct bfo_file *r = malloc(n * sizeof(*r));
+
+		if (!r)
+			abort();   /* bounded by design; see ctx_feed_planner_locked */
+		for (size_t i = 0; i < ctx->res_count; i++)
+			r[i] = ctx->res[(ctx->res_head + i) % ctx->res_cap];
+		free(ctx->res);
+		ctx->res = r;
+		ctx->res_cap = n;
+		ctx->res_head = 0;
+	}
+	f = &ctx->res[(ctx->res_head + ctx->res_count) % ctx->res_cap];
+	memset(f, 0, sizeof(*f));
+	f->index = w->base + ei;
+	f->path = e->path;
+	f->data = e->status < 0 ? NULL : (length ? data : NULL);
+	f->offset = offset;
+	f->length = e->status < 0 ? 0 : length;
+	f->size = e->size;
+	f->mtime_sec = e->mtime_sec;
+	f->mtime_nsec = e->mtime_nsec;
+	f->ctime_sec = e->ctime_sec;
+	f->ctime_nsec = e->ctime_nsec;
+	f->ino = e->ino;
+	f->dev = e->dev;
+	f->mode = e->mode;
+	f->status = e->status;
+	f->engine = e->engine;
+	f->flags = last ? BFO_FILE_LAST : 0;
+	f->cookie = ticket_get_locked(ctx, w, e->status < 0 ? NULL : chunk);
+	if (!f->cookie)
+		abort();
+	ctx->res_count++;
+
+	if (e->engine < 5)
+		ctx->bytes_by_engine[e->engine] += f->length;
+	ctx->st.bytes += f->length;
+	if (last) {
+		if (e->status < 0)
+			ctx->st.files_failed++;
+		else
+			ctx->st.files_ok++;
+		if (e->engine < 5)
+			ctx->st.files_by_engine[e->engine]++;
+		ctx->st.engines |= 1u << e->engine;
+	}
+	if (e->status < 0 && (ctx->o.flags & BFO_READ_STOP_ON_ERROR)) {
+		ctx->stop_on_error_hit = true;
+		ctx->bstate = B_STOPPING;
+		ctx->in_len = ctx->in_pos = 0;
+		ctx->in_count = 0;
+		ctx_wake_dispatcher(ctx);
+	}
+	/* No wake-up per entry: the dispatcher wakes a waiting caller once
+	 * per round of completions (one wake for hundreds of files). */
+}
+
+/* ------------------------------------------------------------ the API */
+
+static void batch_begin_locked(struct bfo_ctx *ctx)
+{
+	memset(&ctx->st, 0, sizeof(ctx->st));
+	memset(ctx->bytes_by_engine, 0, sizeof(ctx->bytes_by_engine));
+	ctx->next_index = 0;
+	ctx->next_window_files = MIN(ctx->o.window_files, FIRST_WINDOW_FILES);
+	ctx->stop_on_error_hit = false;
+	ctx->bstate = B_ACTIVE;
+	ctx->t_batch_start = bfo_now_ns();
+	ctx->t_meta_since = ctx->t_data_since = 0;
+}
+
+/* Room for this many more paths: the input queue holds two windows, so
+ * memory stays bounded however many paths a batch has. */
+static uint64_t input_room_locked(struct bfo_ctx *ctx)
+{
+	uint64_t cap = 2ull * ctx->o.window_files;
+
+	return ctx->in_count >= cap ? 0 : cap - ctx->in_count;
+}
+
+static int input_append_locked(struct bfo_ctx *ctx, const char *s, size_t len)
+{
+	if (ctx->in_len + len + 1 > ctx->in_cap) {
+		if (ctx->in_pos) {   /* compact before growing */
+			memmove(ctx->in_buf, ctx->in_buf + ctx->in_pos, ctx->in_len - ctx->in_pos);
+			ctx->in_len -= ctx->in_pos;
+			ctx->in_pos = 0;
+		}
+		if (ctx->in_len + len + 1 > ctx->in_cap) {
+			size_t n = MAX(ctx->in_cap * 2, ctx->in_len + len + 1 + 65536);
+			char *b = realloc(ctx->in_buf, n);
+
+			if (!b)
+				return -ENOMEM;
+			ctx->in_buf = b;
+			ctx->in_cap = n;
+		}
+	}
+	memcpy(ctx->in_buf + ctx->in_len, s, len);
+	ctx->in_buf[ctx->in_len + len] = '\0';
+	ctx->in_len += len + 1;
+	ctx->in_count++;
+	ctx->st.files++;
+	return 0;
+}
+
+static int submit_check_locked(struct bfo_ctx *ctx)
+{
+	switch (ctx->bstate) {
+	case B_IDLE:
+		batch_begin_locked(ctx);
+		return 0;
+	case B_ACTIVE:
+		return 0;
+	case B_FINISHED:
+		return -EBUSY;
+	case B_STOPPING:
+		return -ECANCELED;
+	}
+	return -EINVAL;
+}
+
+BFO_API int bfo_read_submit(struct bfo_ctx *ctx, const char *const *paths, unsigned n)
+{
+	unsigned i;
+	int ret;
+
+	if (!ctx || (n && !paths))
+		return -EINVAL;
+	for (i = 0; i < n; i++)
+		if (!paths[i])
+			return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	ret = submit_check_locked(ctx);
+	if (ret)
+		goto out;
+	uint64_t room = input_room_locked(ctx);
+
+	for (i = 0; i < n && i < room; i++) {
+		ret = input_append_locked(ctx, paths[i], strlen(paths[i]));
+		if (ret)
+			break;
+	}
+	if (i > 0 || !ret)
+		ret = (int)i;
+	ctx_feed_planner_locked(ctx);
+out:
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
+}
+
+BFO_API long bfo_read_submit_packed(struct bfo_ctx *ctx, const char *buf, size_t len)
+{
+	size_t pos = 0;
+	long ret;
+
+	if (!ctx || (len && !buf) || (len && buf[len - 1] != '\0'))
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	ret = submit_check_locked(ctx);
+	if (ret)
+		goto out;
+	uint64_t room = input_room_locked(ctx);
+
+	while (pos < len && room > 0) {
+		size_t l = strlen(buf + pos);
+
+		ret = input_append_locked(ctx, buf + pos, l);
+		if (ret)
+			break;
+		pos += l + 1;
+		room--;
+	}
+	if (pos > 0 || !ret)
+		ret = (long)pos;
+	ctx_feed_planner_locked(ctx);
+out:
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
+}
+
+BFO_API int bfo_read_finish(struct bfo_ctx *ctx)
+{
+	int ret = 0;
+
+	if (!ctx)
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	if (ctx->bstate == B_ACTIVE) {
+		ctx->bstate = B_FINISHED;
+		ctx_feed_planner_locked(ctx);
+	} else if (ctx->bstate == B_IDLE) {
+		ret = -EINVAL;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
+}
+
+static bool work_in_flight_locked(struct bfo_ctx *ctx)
+{
+	return ctx->nplanning || ctx->nplanned || ctx->nactive;
+}
+
+BFO_API int bfo_read_wait(struct bfo_ctx *ctx, struct bfo_file *files, unsigned max,
+			  int timeout_ms)
+{
+	struct timespec deadline;
+	int ret;
+
+	if (!ctx || !files || !max)
+		return -EINVAL;
+	if (timeout_ms > 0) {
+		clock_gettime(CLOCK_MONOTONIC, &deadline);
+		deadline.tv_sec += timeout_ms / 1000;
+		deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+		if (deadline.tv_nsec >= 1000000000L) {
+			deadline.tv_sec++;
+			deadline.tv_nsec -= 1000000000L;
+		}
+	}
+	pthread_mutex_lock(&ctx->lock);
+	for (;;) {
+		if (ctx->res_count) {
+			unsigned k = 0;
+
+			while (k < max && ctx->res_count) {
+				files[k++] = ctx->res[ctx->res_head];
+				ctx->res_head = (ctx->res_head + 1) % ctx->res_cap;
+				ctx->res_count--;
+			}
+			/* Results drained below the planner's limit let it go on. */
+			ctx_feed_planner_locked(ctx);
+			ret = (int)k;
+			break;
+		}
+		if (ctx->bstate == B_IDLE) {
+			ret = -EINVAL;
+			break;
+		}
+		if (!work_in_flight_locked(ctx)) {
+			if (ctx->bstate == B_STOPPING ||
+			    (ctx->bstate == B_FINISHED && ctx->in_count == 0)) {
+				ctx->st.ns_total = bfo_now_ns() - ctx->t_batch_start;
+				ctx->bstate = B_IDLE;
+				ret = 0;
+				break;
+			}
+			if (ctx->bstate == B_ACTIVE && ctx->in_count < ctx->next_window_files) {
+				ret = -EAGAIN;
+				break;
+			}
+		}
+		/* The dispatcher waits for arena space the caller holds, and
+		 * nothing else can complete: waiting would never end. */
+		if (ctx->disp_blocked && ctx->inflight == 0 && ctx->nplanning == 0 &&
+		    ctx->tickets_out > 0) {
+			ret = -ENOBUFS;
+			break;
+		}
+		if (timeout_ms == 0) {
+			ret = -ETIME;
+			break;
+		}
+		ctx->caller_waiting = true;
+		if (timeout_ms < 0) {
+			pthread_cond_wait(&ctx->cond, &ctx->lock);
+		} else if (pthread_cond_timedwait(&ctx->cond, &ctx->lock, &deadline) == ETIMEDOUT) {
+			ctx->caller_waiting = false;
+			ret = -ETIME;
+			break;
+		}
+		ctx->caller_waiting = false;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
+}
+
+BFO_API int bfo_read_release(struct bfo_ctx *ctx, const struct bfo_file *files, unsigned n)
+{
+	int ret = 0;
+
+	if (!ctx || (n && !files))
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	for (unsigned i = 0; i < n; i++)
+		if (ticket_put_locked(ctx, files[i].cookie))
+			ret = -EINVAL;
+	if (ctx->caller_waiting)
+		pthread_cond_broadcast(&ctx->cond);
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
+}
+
+/* Drop results not yet handed out; the dispatcher drops the rest. */
+static void stop_locked(struct bfo_ctx *ctx)
+{
+	while (ctx->res_count) {
+		ticket_put_locked(ctx, ctx->res[ctx->res_head].cookie);
+		ctx->res_head = (ctx->res_head + 1) % ctx->res_cap;
+		ctx->res_count--;
+	}
+	ctx->in_len = ctx->in_pos = 0;
+	ctx->in_count = 0;
+	ctx->bstate = B_STOPPING;
+	ctx_wake_dispatcher(ctx);
+	pthread_cond_broadcast(&ctx->cond);
+}
+
+BFO_API int bfo_read_cancel(struct bfo_ctx *ctx)
+{
+	if (!ctx)
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	if (ctx->bstate != B_IDLE)
+		stop_locked(ctx);
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
+BFO_API int bfo_read_stats(struct bfo_ctx *ctx, struct bfo_stats *st)
+{
+	uint64_t best = 0;
+
+	if (!ctx || !st)
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	*st = ctx->st;
+	uint64_t now = bfo_now_ns();
+
+	if (ctx->t_meta_since)
+		st->ns_meta += now - ctx->t_meta_since;
+	if (ctx->t_data_since)
+		st->ns_data += now - ctx->t_data_since;
+	if (ctx->bstate != B_IDLE && ctx->t_batch_start)
+		st->ns_total = now - ctx->t_batch_start;
+	st->engine = BFO_ENGINE_NONE;
+	for (int i = 0; i < 5; i++) {
+		if (ctx->bytes_by_engine[i] > best) {
+			best = ctx->bytes_by_engine[i];
+			st->engine = (uint32_t)i;
+		}
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	/* Counters the dispatcher bumps without the lock. */
+	st->device_bytes = __atomic_load_n(&ctx->st.device_bytes, __ATOMIC_RELAXED);
+	st->ios = __atomic_load_n(&ctx->st.ios, __ATOMIC_RELAXED);
+	return 0;
+}
+
+BFO_API void bfo_ctx_destroy(struct bfo_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	pthread_mutex_lock(&ctx->lock);
+	if (ctx->bstate != B_IDLE)
+		stop_locked(ctx);
+	ctx->shutdown = true;
+	ctx_wake_dispatcher(ctx);
+	pthread_mutex_unlock(&ctx->lock);
+	pthread_join(ctx->dispatcher, NULL);
+	/* The dispatcher returns only when no window is planning, planned or
+	 * active, so the pool is idle. */
+	pool_stop(&ctx->pool);
+	pthread_mutex_lock(&ctx->lock);
+	while (ctx->retired) {
+		struct window *w = ctx->retired;
+
+		ctx->retired = w->next;
+		window_free(w);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	devcache_fini(&ctx->devs);
+	arena_fini(&ctx->arena);
+	close(ctx->evfd);
+	free(ctx->in_buf);
+	free(ctx->res);
+	free(ctx->tickets);
+	pthread_mutex_destroy(&ctx->lock);
+	pthread_cond_destroy(&ctx->cond);
+	free(ctx);
+}

@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What each file system (by st_dev) allows: raw reads need ext2/3/4 or XFS,
+ * a block device node the process can open with O_DIRECT, data that lives
+ * where FIEMAP says (not ext4 data=journal, not an XFS realtime device).
+ * Looked up once per device and kept for the context's life.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#ifndef XFS_SUPER_MAGIC
+#define XFS_SUPER_MAGIC 0x58465342
+#endif
+
+void devcache_init(struct devcache *dc, bool want_raw)
+{
+	pthread_mutex_init(&dc->lock, NULL);
+	dc->list = NULL;
+	dc->want_raw = want_raw;
+}
+
+void devcache_fini(struct devcache *dc)
+{
+	struct devinfo *d = dc->list, *n;
+
+	for (; d; d = n) {
+		n = d->next;
+		if (d->raw_fd >= 0)
+			close(d->raw_fd);
+		free(d);
+	}
+	dc->list = NULL;
+	pthread_mutex_destroy(&dc->lock);
+}
+
+static int read_small(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -EIO;
+	buf[n] = '\0';
+	return 0;
+}
+
+static bool sysfs_rotational(unsigned maj, unsigned min)
+{
+	char path[128], buf[16];
+
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/queue/rotational", maj, min);
+	if (read_small(path, buf, sizeof(buf))) {
+		/* A partition: the queue belongs to its disk, one level up. */
+		snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/../queue/rotational", maj, min);
+		if (read_small(path, buf, sizeof(buf)))
+			return false;
+	}
+	return buf[0] == '1';
+}
+
+/*
+ * Super-block options of the mount of maj:min from /proc/self/mountinfo
+ * (the fields after " - ": fstype, source, super options).
+ */
+static bool mount_opts(unsigned maj, unsigned min, char *opts, size_t len)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL, want[32];
+	size_t cap = 0;
+	bool found = false;
+
+	if (!f)
+		return false;
+	snprintf(want, sizeof(want), " %u:%u ", maj, min);
+	while (getline(&line, &cap, f) > 0) {
+		char *p = strstr(line, want), *sep;
+
+		if (!p || (sep = strstr(line, " - ")) == NULL || p > sep)
+			continue;
+		/* skip fstype and source */
+		char *q = strchr(sep + 3, ' ');
+
+		q = q ? strchr(q + 1, ' ') : NULL;
+		if (!q)
+			continue;
+		snprintf(opts, len, "%s", q + 1);
+		opts[strcspn(opts, "\n")] = '\0';
+		found = true;
+		break;
+	}
+	free(line);
+	fclose(f);
+	return found;
+}
+
+static bool has_opt(const char *opts, const char *opt)
+{
+	size_t n = strlen(opt);
+
+	for (const char *p = opts; (p = strstr(p, opt)); p += n)
+		if ((p == opts || p[-1] == ',') && (p[n] == ',' || p[n] == '\0' || p[n] == '='))
+			return true;
+	return false;
+}
+
+static int open_device(unsigned maj, unsigned min, char *name, size_t len)
+{
+	char path[128], buf[512];
+	int fd;
+
+	snprintf(path, sizeof(path), "/dev/block/%u:%u", maj, min);
+	fd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC | O_NOCTTY);
+	if (fd >= 0 || errno != ENOENT) {
+		int err = errno;
+
+		snprintf(name, len, "%s", path);
+		return fd >= 0 ? fd : -err;
+	}
+	/* No udev symlinks (containers): the kernel's name from sysfs. */
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/uevent", maj, min);
+	if (read_small(path, buf, sizeof(buf)))
+		return -ENOENT;
+	char *dn = strstr(buf, "DEVNAME=");
+
+	if (!dn)
+		return -ENOENT;
+	dn += 8;
+	dn[strcspn(dn, "\n")] = '\0';
+	snprintf(name, len, "/dev/%s", dn);
+	fd = open(name, O_RDONLY | O_DIRECT | O_CLOEXEC | O_NOCTTY);
+	return fd >= 0 ? fd : -errno;
+}
+
+static void devinfo_probe(struct devinfo *d, const char *path, bool want_raw)
+{
+	unsigned maj = (unsigned)(d->dev >> 32), min = (unsigned)d->dev;
+	char opts[1024] = "", name[300] = "";
+	struct statfs sfs;
+	struct stat st;
+	int fd;
+
+	d->raw_fd = -1;
+	d->lbs = 512;
+	d->devsize = UINT64_MAX;
+	d->rotational = sysfs_rotational(maj, min);
+	if (statfs(path, &sfs) == 0) {
+		if (sfs.f_type == EXT4_SUPER_MAGIC)   /* also ext2 and ext3 */
+			d->fs = FS_EXT4;
+		else if (sfs.f_type == XFS_SUPER_MAGIC)
+			d->fs = FS_XFS;
+	}
+	if (!want_raw) {
+		snprintf(d->why, sizeof(d->why), "raw reads not requested");
+		return;
+	}
+	if (d->fs == FS_OTHER) {
+		snprintf(d->why, sizeof(d->why), "file system is not ext2/3/4 or XFS");
+		return;
+	}
+	if (mount_opts(maj, min, opts, sizeof(opts))) {
+		/* data=journal: the newest data may sit in the journal, not
+		 * where FIEMAP points.  rtdev: XFS realtime files live on
+		 * another device than the one FIEMAP offsets refer to. */
+		if (d->fs == FS_EXT4 && has_opt(opts, "data=journal")) {
+			snprintf(d->why, sizeof(d->why), "ext4 mounted with data=journal");
+			return;
+		}
+		if (d->fs == FS_XFS && has_opt(opts, "rtdev")) {
+			snprintf(d->why, sizeof(d->why), "XFS with a realtime device");
+			return;
+		}
+	}
+	fd = open_device(maj, min, name, sizeof(name));
+	if (fd < 0) {
+		snprintf(d->why, sizeof(d->why), "block device %.100s not readable: %s",
+			 name[0] ? name : "?", strerrordesc_np(-fd));
+		return;
+	}
+	/* The node must be the very device the file system is on. */
+	if (fstat(fd, &st) < 0 || !S_ISBLK(st.st_mode) || major(st.st_rdev) != maj ||
+	    minor(st.st_rdev) != min) {
+		snprintf(d->why, sizeof(d->why), "%.100s is not block device %u:%u", name, maj, min);
+		close(fd);
+		return;
+	}
+	int lbs = 0;
+	uint64_t size = 0;
+
+	if (ioctl(fd, BLKSSZGET, &lbs) < 0 || lbs <= 0 || ioctl(fd, BLKGETSIZE64, &size) < 0) {
+		snprintf(d->why, sizeof(d->why), "%.100s: cannot query block size", name);
+		close(fd);
+		return;
+	}
+	d->lbs = (uint32_t)lbs;
+	d->devsize = size;
+	d->raw_fd = fd;
+	snprintf(d->why, sizeof(d->why), "%.150s", name);
+}
+
+struct devinfo *devcache_get(struct devcache *dc, uint64_t dev, const char *path)
+{
+	struct devinfo *d;
+
+	pthread_mutex_lock(&dc->lock);
+	for (d = dc->list; d; d = d->next)
+		if (d->dev == dev)
+			goto out;
+	d = calloc(1, sizeof(*d));
+	if (d) {
+		d->dev = dev;
+		devinfo_probe(d, path, dc->want_raw);
+		d->next = dc->list;
+		dc->list = d;
+	}
+out:
+	pthread_mutex_unlock(&dc->lock);
+	return d;
+}

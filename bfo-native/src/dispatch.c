@@ -1,0 +1,985 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Phase 2: the dispatcher thread.  It owns the io_uring instance (the only
+ * submitter, so the ring can be SINGLE_ISSUER with deferred task work) and
+ * every window from the moment its plan is published until its last entry
+ * is queued for the caller.
+ *
+ * For each group of a window, in plan order, it reserves one arena chunk,
+ * then keeps queue_depth reads in flight: raw regions (O_DIRECT reads of
+ * the block device, ascending physical offset) and per-file io_uring chains
+ * (open into a direct descriptor, linked read), and hands per-file reads to
+ * the pool (portable engine, fallbacks, large files in pieces).  A raw or
+ * uring file is re-stat'ed after its bytes arrive; if anything changed it is
+ * read again per file rather than delivered.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <liburing.h>
+
+#include "internal.h"
+
+#define UD_EVFD UINT64_MAX
+#define UD_OPEN (1ull << 62)
+/* Raw region buffers: at most this much memory, at least a few buffers. */
+#define RBUF_BUDGET (32u << 20)
+
+enum op_kind { OP_FREE = 0, OP_REGION, OP_FILE };
+
+struct op {
+	uint8_t kind;
+	struct window *w;
+	uint32_t idx;           /* region index, or entry index */
+	uint32_t res;           /* region buffer, or fixed-file slot */
+	int32_t open_err;
+	uint32_t next_free;
+};
+
+struct uring_state {
+	struct io_uring ring;
+	bool skip_success;
+	bool evfd_armed;
+	struct op *ops;
+	unsigned nops, ops_busy;
+	uint32_t op_free;
+	uint32_t *slot_free;
+	unsigned nslots, nslot_free;
+	bool slots_dirty;
+	uint8_t *rbuf;
+	size_t rbuf_size;
+	unsigned nrbuf, nrbuf_free;
+	uint32_t *rbuf_free;
+	bool rbuf_fixed, rbuf_tried;
+};
+
+struct slow_item {
+	struct window *w;
+	uint32_t ei;
+};
+
+struct disp {
+	struct bfo_ctx *ctx;
+	struct uring_state *u;
+	struct window *tail;     /* last window of ctx->active */
+	unsigned pool_busy, pool_max;
+	struct slow_item *slowq;
+	size_t sq_head, sq_count, sq_cap;
+	bool nofollow;
+};
+
+/* ---------------------------------------------------------- io_uring */
+
+static unsigned pow2_at_least(unsigned n)
+{
+	unsigned p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+static void uring_free(struct uring_state *u)
+{
+	if (!u)
+		return;
+	io_uring_queue_exit(&u->ring);
+	free(u->ops);
+	free(u->slot_free);
+	free(u->rbuf_free);
+	free(u->rbuf);
+	free(u);
+}
+
+static struct uring_state *uring_create(struct bfo_ctx *ctx, char *why, size_t len)
+{
+	struct io_uring_params p;
+	struct io_uring_probe *probe;
+	struct uring_state *u;
+	struct rlimit rl;
+	unsigned qd = ctx->o.queue_depth, entries = pow2_at_least(2 * qd + 8);
+	static const unsigned flag_sets[] = {
+		IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+		IORING_SETUP_COOP_TASKRUN,
+		0,
+	};
+	int ret = -EINVAL;
+
+	if (getenv("BFO_NO_URING")) {
+		snprintf(why, len, "disabled by BFO_NO_URING");
+		return NULL;
+	}
+	u = calloc(1, sizeof(*u));
+	if (!u) {
+		snprintf(why, len, "out of memory");
+		return NULL;
+	}
+	/* Newest flags first; older kernels refuse them with EINVAL. */
+	for (size_t i = 0; i < sizeof(flag_sets) / sizeof(flag_sets[0]); i++) {
+		memset(&p, 0, sizeof(p));
+		p.flags = flag_sets[i] | IORING_SETUP_CQSIZE;
+		p.cq_entries = entries * 2;
+		ret = io_uring_queue_init_params(entries, &u->ring, &p);
+		if (ret != -EINVAL)
+			break;
+	}
+	if (ret < 0) {
+		snprintf(why, len, "io_uring_setup: %s", strerrordesc_np(-ret));
+		free(u);
+		return NULL;
+	}
+	probe = io_uring_get_probe_ring(&u->ring);
+	if (!probe || !io_uring_opcode_supported(probe, IORING_OP_OPENAT) ||
+	    !io_uring_opcode_supported(probe, IORING_OP_READ) ||
+	    !io_uring_opcode_supported(probe, IORING_OP_READ_FIXED) ||
+	    !io_uring_opcode_supported(probe, IORING_OP_POLL_ADD)) {
+		snprintf(why, len, "io_uring lacks openat/read/poll");
+		if (probe)
+			io_uring_free_probe(probe);
+		goto fail;
+	}
+	io_uring_free_probe(probe);
+	u->skip_success = p.features & IORING_FEAT_CQE_SKIP;
+	/* The direct-descriptor table may not exceed RLIMIT_NOFILE. */
+	u->nslots = qd;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    u->nslots > rl.rlim_cur / 2)
+		u->nslots = (unsigned)MAX(rl.rlim_cur / 2, 1);
+	ret = io_uring_register_files_sparse(&u->ring, u->nslots);
+	if (ret < 0) {
+		snprintf(why, len, "io_uring direct descriptors: %s", strerrordesc_np(-ret));
+		goto fail;
+	}
+	u->nops = qd;
+	u->ops = calloc(u->nops, sizeof(*u->ops));
+	u->slot_free = malloc(u->nslots * sizeof(*u->slot_free));
+	if (!u->ops || !u->slot_free) {
+		snprintf(why, len, "out of memory");
+		goto fail;
+	}
+	for (unsigned i = 0; i < u->nops; i++)
+		u->ops[i].next_free = i + 1 < u->nops ? i + 1 : UINT32_MAX;
+	u->op_free = 0;
+	for (unsigned i = 0; i < u->nslots; i++)
+		u->slot_free[i] = u->nslots - 1 - i;
+	u->nslot_free = u->nslots;
+	return u;
+fail:
+	uring_free(u);
+	return NULL;
+}
+
+static struct io_uring_sqe *get_sqe(struct uring_state *u)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
+
+	if (!sqe) {
+		io_uring_submit(&u->ring);
+		sqe = io_uring_get_sqe(&u->ring);
+	}
+	return sqe;
+}
+
+static uint32_t op_get(struct uring_state *u, enum op_kind kind, struct window *w,
+		       uint32_t idx, uint32_t res)
+{
+	uint32_t i = u->op_free;
+	struct op *op = &u->ops[i];
+
+	u->op_free = op->next_free;
+	op->kind = (uint8_t)kind;
+	op->w = w;
+	op->idx = idx;
+	op->res = res;
+	op->open_err = 0;
+	u->ops_busy++;
+	return i;
+}
+
+static void op_put(struct uring_state *u, uint32_t i)
+{
+	u->ops[i].kind = OP_FREE;
+	u->ops[i].next_free = u->op_free;
+	u->op_free = i;
+	u->ops_busy--;
+}
+
+/* Region buffers are made on first use, so contexts that never read raw
+ * do not pay for them.  Registered (READ_FIXED) when the kernel lets us
+ * pin them; plain reads otherwise. */
+static bool rbuf_ready(struct bfo_ctx *ctx, struct uring_state *u)
+{
+	if (u->rbuf)
+		return true;
+	if (u->rbuf_tried)
+		return false;
+	u->rbuf_tried = true;
+	u->rbuf_size = ctx->o.max_io + 2 * 4096;
+	u->nrbuf = (unsigned)MIN((size_t)ctx->o.queue_depth, MAX(RBUF_BUDGET / u->rbuf_size, 4));
+	if (posix_memalign((void **)&u->rbuf, 4096, u->rbuf_size * u->nrbuf)) {
+		u->rbuf = NULL;
+		return false;
+	}
+	u->rbuf_free = malloc(u->nrbuf * sizeof(*u->rbuf_free));
+	struct iovec *iov = calloc(u->nrbuf, sizeof(*iov));
+
+	if (!u->rbuf_free || !iov) {
+		free(iov);
+		free(u->rbuf);
+		u->rbuf = NULL;
+		return false;
+	}
+	for (unsigned i = 0; i < u->nrbuf; i++) {
+		u->rbuf_free[i] = i;
+		iov[i].iov_base = u->rbuf + (size_t)i * u->rbuf_size;
+		iov[i].iov_len = u->rbuf_size;
+	}
+	u->nrbuf_free = u->nrbuf;
+	u->rbuf_fixed = io_uring_register_buffers(&u->ring, iov, u->nrbuf) == 0;
+	free(iov);
+	return true;
+}
+
+static void arm_evfd(struct bfo_ctx *ctx, struct uring_state *u)
+{
+	struct io_uring_sqe *sqe = get_sqe(u);
+
+	io_uring_prep_poll_multishot(sqe, ctx->evfd, POLLIN);
+	sqe->user_data = UD_EVFD;
+	u->evfd_armed = true;
+}
+
+static void drain_evfd(struct bfo_ctx *ctx)
+{
+	uint64_t v;
+
+	while (read(ctx->evfd, &v, sizeof(v)) == sizeof(v))
+		;
+}
+
+/* ---------------------------------------------------------- delivery */
+
+static uint8_t *chunk_ptr(struct bfo_ctx *ctx, struct chunk *c)
+{
+	return ctx->arena.base + c->off;
+}
+
+static void arena_put_locked_wrap(struct bfo_ctx *ctx, struct chunk *c)
+{
+	pthread_mutex_lock(&ctx->lock);
+	arena_put(&ctx->arena, c);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+static void group_file_done(struct disp *d, struct window *w, struct entry *e)
+{
+	struct group *g;
+
+	if (!e->in_group)
+		return;
+	e->in_group = false;
+	g = &w->groups[e->group];
+	if (--g->open == 0 && g->chunk) {
+		arena_put_locked_wrap(d->ctx, g->chunk);
+		g->chunk = NULL;
+	}
+}
+
+static void deliver(struct disp *d, struct window *w, uint32_t ei, struct chunk *chunk,
+		    const void *data, uint64_t off, uint64_t len, bool last)
+{
+	pthread_mutex_lock(&d->ctx->lock);
+	ctx_push_result_locked(d->ctx, w, ei, chunk, data, off, len, last);
+	pthread_mutex_unlock(&d->ctx->lock);
+	if (last)
+		group_file_done(d, w, &w->e[ei]);
+}
+
+static void finish_fail(struct disp *d, struct window *w, uint32_t ei, int status)
+{
+	w->e[ei].status = status;
+	deliver(d, w, ei, NULL, NULL, 0, 0, true);
+}
+
+static struct chunk *group_chunk(struct window *w, const struct entry *e)
+{
+	return e->in_group ? w->groups[e->group].chunk : NULL;
+}
+
+static void slowq_push(struct disp *d, struct window *w, uint32_t ei)
+{
+	if (d->sq_count == d->sq_cap) {
+		size_t n = d->sq_cap ? d->sq_cap * 2 : 256;
+		struct slow_item *q = malloc(n * sizeof(*q));
+
+		if (!q) {
+			finish_fail(d, w, ei, -ENOMEM);
+			return;
+		}
+		for (size_t i = 0; i < d->sq_count; i++)
+			q[i] = d->slowq[(d->sq_head + i) % d->sq_cap];
+		free(d->slowq);
+		d->slowq = q;
+		d->sq_cap = n;
+		d->sq_head = 0;
+	}
+	d->slowq[(d->sq_head + d->sq_count) % d->sq_cap] = (struct slow_item){ w, ei };
+	d->sq_count++;
+}
+
+/* Read e again per file, on the pool, with the metadata it has now. */
+static void requeue(struct disp *d, struct window *w, uint32_t ei)
+{
+	struct entry *e = &w->e[ei];
+
+	if (++e->retries > BFO_MAX_RETRIES) {
+		finish_fail(d, w, ei, -ESTALE);
+		return;
+	}
+	if (e->retries == 1)
+		stat_add(&d->ctx->st.fallback_files, 1);
+	e->route = e->size > d->ctx->o.large_file ? R_PIECES : R_POOL;
+	e->engine = BFO_ENGINE_PORTABLE;
+	e->piece_off = 0;
+	slowq_push(d, w, ei);
+}
+
+static void take_meta(struct entry *e, const struct entry *now)
+{
+	e->ino = now->ino;
+	e->dev = now->dev;
+	e->size = now->size;
+	e->mode = now->mode;
+	e->mtime_sec = now->mtime_sec;
+	e->mtime_nsec = now->mtime_nsec;
+	e->ctime_sec = now->ctime_sec;
+	e->ctime_nsec = now->ctime_nsec;
+}
+
+/* The bytes of a raw or uring file are in; deliver them only if the file
+ * is still the one planned, unchanged. */
+static void verify_and_deliver(struct disp *d, struct window *w, uint32_t ei, const void *data)
+{
+	struct entry *e = &w->e[ei], now;
+	int ret;
+
+	if (bfo_test_hooks.after_data)
+		bfo_test_hooks.after_data(bfo_test_hooks.arg, e->path);
+	ret = stat_path(e->path, d->nofollow, &now);
+	if (ret == 0 && meta_same(&now, e)) {
+		deliver(d, w, ei, group_chunk(w, e), data, 0, e->size, true);
+		return;
+	}
+	if (ret < 0) {
+		finish_fail(d, w, ei, ret);
+		return;
+	}
+	take_meta(e, &now);
+	requeue(d, w, ei);
+}
+
+/* ---------------------------------------------------------- raw */
+
+static void raw_file_done(struct disp *d, struct window *w, uint32_t ei)
+{
+	struct entry *e = &w->e[ei];
+
+	if (e->raw_bad) {
+		requeue(d, w, ei);
+		return;
+	}
+	verify_and_deliver(d, w, ei, chunk_ptr(d->ctx, group_chunk(w, e)) + e->buf_off);
+}
+
+static void region_done(struct disp *d, struct window *w, uint32_t ri, const uint8_t *buf,
+			bool ok)
+{
+	const struct region *r = &w->regions[ri];
+
+	for (uint32_t i = r->seg_first; i < r->seg_first + r->seg_count; i++) {
+		const struct seg *s = &w->segs[i];
+		struct entry *e = &w->e[s->entry];
+
+		/* Only the bytes of the file's own extents leave the region
+		 * buffer; merged gaps stay inside it. */
+		if (ok && !e->raw_bad)
+			memcpy(chunk_ptr(d->ctx, group_chunk(w, e)) + e->buf_off + s->logical,
+			       buf + (s->phys - r->phys), s->len);
+		else
+			e->raw_bad = true;
+		if (--e->pending == 0)
+			raw_file_done(d, w, s->entry);
+	}
+}
+
+static bool submit_region(struct disp *d, struct window *w, uint32_t ri)
+{
+	struct uring_state *u = d->u;
+	const struct region *r = &w->regions[ri];
+	struct io_uring_sqe *sqe;
+	uint32_t b, op;
+	uint8_t *buf;
+
+	if (!rbuf_ready(d->ctx, u) || r->len > u->rbuf_size) {
+		region_done(d, w, ri, NULL, false);
+		return true;
+	}
+	if (!u->nrbuf_free || u->ops_busy == u->nops)
+		return false;
+	b = u->rbuf_free[--u->nrbuf_free];
+	buf = u->rbuf + (size_t)b * u->rbuf_size;
+	op = op_get(u, OP_REGION, w, ri, b);
+	sqe = get_sqe(u);
+	if (u->rbuf_fixed)
+		io_uring_prep_read_fixed(sqe, r->di->raw_fd, buf, r->len, r->phys, (int)b);
+	else
+		io_uring_prep_read(sqe, r->di->raw_fd, buf, r->len, r->phys);
+	sqe->user_data = op + 1;
+	stat_add(&d->ctx->st.ios, 1);
+	stat_add(&d->ctx->st.regions, 1);
+	stat_add(&d->ctx->st.device_bytes, r->len);
+	return true;
+}
+
+/* ---------------------------------------------------------- uring files */
+
+static bool submit_uring_file(struct disp *d, struct window *w, uint32_t ei)
+{
+	struct uring_state *u = d->u;
+	struct entry *e = &w->e[ei];
+	struct io_uring_sqe *sqe;
+	uint32_t slot, op;
+
+	if (!u->nslot_free || u->ops_busy == u->nops)
+		return false;
+	/* The open and its linked read must go to the kernel together. */
+	if (io_uring_sq_space_left(&u->ring) < 2)
+		io_uring_submit(&u->ring);
+	slot = u->slot_free[--u->nslot_free];
+	u->slots_dirty = true;
+	op = op_get(u, OP_FILE, w, ei, slot);
+	sqe = get_sqe(u);
+	/* An occupied slot is replaced by the open (the previous file is
+	 * closed then), which saves a close per file. */
+	io_uring_prep_openat_direct(sqe, AT_FDCWD, e->path,
+				    O_RDONLY | O_NONBLOCK | O_NOCTTY | (d->nofollow ? O_NOFOLLOW : 0),
+				    0, slot);
+	sqe->flags |= IOSQE_IO_LINK | (u->skip_success ? IOSQE_CQE_SKIP_SUCCESS : 0);
+	sqe->user_data = (op + 1) | UD_OPEN;
+	sqe = get_sqe(u);
+	io_uring_prep_read(sqe, (int)slot,
+			   chunk_ptr(d->ctx, group_chunk(w, e)) + e->buf_off,
+			   (unsigned)(e->size + 1), 0);
+	sqe->flags |= IOSQE_FIXED_FILE;
+	sqe->user_data = op + 1;
+	stat_add(&d->ctx->st.ios, 1);
+	stat_add(&d->ctx->st.device_bytes, e->size);
+	return true;
+}
+
+static void uring_file_done(struct disp *d, struct op *op, int res)
+{
+	struct window *w = op->w;
+	uint32_t ei = op->idx;
+	struct entry *e = &w->e[ei];
+
+	d->u->slot_free[d->u->nslot_free++] = op->res;
+	if (op->open_err) {
+		finish_fail(d, w, ei, op->open_err);
+	} else if (res == -ECANCELED) {
+		requeue(d, w, ei);
+	} else if (res < 0) {
+		finish_fail(d, w, ei, res);
+	} else if ((uint64_t)res == e->size) {
+		verify_and_deliver(d, w, ei, chunk_ptr(d->ctx, group_chunk(w, e)) + e->buf_off);
+	} else {
+		/* Shorter or longer than planned: it changed. */
+		struct entry now;
+		int ret = stat_path(e->path, d->nofollow, &now);
+
+		if (ret < 0) {
+			finish_fail(d, w, ei, ret);
+			return;
+		}
+		take_meta(e, &now);
+		requeue(d, w, ei);
+	}
+}
+
+static void reap(struct disp *d)
+{
+	struct uring_state *u = d->u;
+	struct io_uring_cqe *cqe;
+	unsigned head, n = 0;
+
+	io_uring_for_each_cqe(&u->ring, head, cqe) {
+		uint64_t ud = cqe->user_data;
+
+		n++;
+		if (ud == UD_EVFD) {
+			drain_evfd(d->ctx);
+			if (!(cqe->flags & IORING_CQE_F_MORE))
+				u->evfd_armed = false;
+			continue;
+		}
+		if (ud & UD_OPEN) {
+			uint32_t i = (uint32_t)((ud & ~UD_OPEN) - 1);
+
+			if (cqe->res < 0) {
+				u->ops[i].open_err = cqe->res;
+				/* A failed head with CQE_SKIP_SUCCESS takes the CQEs
+				 * of the links it cancels with it: no read CQE will
+				 * come, so the file is done now.  Without the skip the
+				 * read's -ECANCELED follows and finishes it. */
+				if (u->skip_success) {
+					uring_file_done(d, &u->ops[i], -ECANCELED);
+					op_put(u, i);
+				}
+			}
+			continue;
+		}
+		uint32_t i = (uint32_t)(ud - 1);
+		struct op *op = &u->ops[i];
+
+		if (op->kind == OP_REGION) {
+			uint32_t b = op->res;
+
+			region_done(d, op->w, op->idx, u->rbuf + (size_t)b * u->rbuf_size,
+				    cqe->res == (int)op->w->regions[op->idx].len);
+			u->rbuf_free[u->nrbuf_free++] = b;
+		} else if (op->kind == OP_FILE) {
+			uring_file_done(d, op, cqe->res);
+		}
+		op_put(u, i);
+	}
+	io_uring_cq_advance(&u->ring, n);
+}
+
+/* ---------------------------------------------------------- pool reads */
+
+static struct fjob *job_new(struct disp *d, struct window *w, enum fjob_kind kind)
+{
+	struct fjob *j = malloc(sizeof(*j));
+
+	if (!j)
+		return NULL;
+	j->task.fn = fjob_run;
+	j->ctx = d->ctx;
+	j->w = w;
+	j->kind = kind;
+	j->n = 0;
+	return j;
+}
+
+static void job_add(struct fjob *j, uint32_t ei, uint8_t *buf, uint64_t off, uint64_t len,
+		    struct chunk *chunk)
+{
+	struct fitem *it = &j->items[j->n++];
+
+	it->ei = ei;
+	it->buf = buf;
+	it->off = off;
+	it->len = len;
+	it->chunk = chunk;
+	it->result = 0;
+	it->changed = it->fresh_ok = false;
+}
+
+static void job_submit(struct disp *d, struct fjob *j)
+{
+	uint64_t bytes = 0;
+
+	for (uint32_t i = 0; i < j->n; i++)
+		bytes += j->kind == FJ_WHOLE ? j->w->e[j->items[i].ei].size : j->items[i].len;
+	d->pool_busy++;
+	stat_add(&d->ctx->st.ios, j->n);
+	stat_add(&d->ctx->st.device_bytes, bytes);
+	pool_push(&d->ctx->pool, &j->task);
+}
+
+static void item_done(struct disp *d, struct window *w, enum fjob_kind kind, struct fitem *it)
+{
+	uint32_t ei = it->ei;
+	struct entry *e = &w->e[ei];
+	struct chunk *own = it->chunk;
+
+	if (!it->result && !it->changed) {
+		if (kind == FJ_WHOLE) {
+			deliver(d, w, ei, own ? own : group_chunk(w, e), it->buf, 0, e->size, true);
+		} else {
+			bool last = it->off + it->len >= e->size;
+
+			deliver(d, w, ei, own, it->buf, it->off, it->len, last);
+			if (!last) {
+				e->piece_off = it->off + it->len;
+				slowq_push(d, w, ei);
+			}
+		}
+	} else if (it->changed) {
+		if (kind == FJ_PIECE && it->off > 0) {
+			/* Pieces were delivered already: this file ends here. */
+			finish_fail(d, w, ei, -ESTALE);
+		} else {
+			if (it->fresh_ok)
+				take_meta(e, &it->fresh);
+			requeue(d, w, ei);
+		}
+	} else {
+		finish_fail(d, w, ei, it->result);
+	}
+	if (own)
+		arena_put_locked_wrap(d->ctx, own);
+}
+
+static void job_done(struct disp *d, struct fjob *j)
+{
+	d->pool_busy--;
+	for (uint32_t i = 0; i < j->n; i++)
+		item_done(d, j->w, j->kind, &j->items[i]);
+	free(j);
+}
+
+/* Allocate from the arena or note that the dispatcher waits for space. */
+static struct chunk *reserve(struct disp *d, uint64_t len)
+{
+	struct bfo_ctx *ctx = d->ctx;
+	struct chunk *c;
+
+	pthread_mutex_lock(&ctx->lock);
+	c = arena_alloc(&ctx->arena, len);
+	ctx->disp_blocked = !c;
+	ctx->inflight = (d->u ? d->u->ops_busy : 0) + d->pool_busy;
+	if (!c && ctx->caller_waiting)
+		pthread_cond_broadcast(&ctx->cond);
+	pthread_mutex_unlock(&ctx->lock);
+	return c;
+}
+
+/* Re-reads and large-file pieces, each in its own chunk. */
+static bool submit_slow(struct disp *d)
+{
+	const struct bfo_opts *o = &d->ctx->o;
+
+	while (d->sq_count && d->pool_busy < d->pool_max) {
+		struct slow_item it = d->slowq[d->sq_head];
+		struct entry *e = &it.w->e[it.ei];
+		bool piece = e->route == R_PIECES;
+		uint64_t off = piece ? e->piece_off : 0;
+		uint64_t len = piece ? MIN(o->large_file, e->size - off) : e->size + 1;
+		struct chunk *c = reserve(d, len);
+		struct fjob *j;
+
+		if (!c)
+			return false;
+		d->sq_head = (d->sq_head + 1) % d->sq_cap;
+		d->sq_count--;
+		j = job_new(d, it.w, piece ? FJ_PIECE : FJ_WHOLE);
+		if (!j) {
+			arena_put_locked_wrap(d->ctx, c);
+			finish_fail(d, it.w, it.ei, -ENOMEM);
+			continue;
+		}
+		job_add(j, it.ei, chunk_ptr(d->ctx, c), off, len, c);
+		job_submit(d, j);
+	}
+	return true;
+}
+
+/* Make a group's buffers ready: zero the ones with holes, finish raw files
+ * that need no read at all (only unwritten extents). */
+static void group_prepare(struct disp *d, struct window *w, struct group *g)
+{
+	TRACE("w%u group %u reserved", w->serial, (unsigned)(g - w->groups));
+	uint8_t *base = chunk_ptr(d->ctx, g->chunk);
+
+	for (uint32_t i = g->first; i < g->first + g->count; i++) {
+		uint32_t ei = w->order[i];
+		struct entry *e = &w->e[ei];
+
+		if (e->route != R_RAW)
+			continue;
+		if (e->holes)
+			memset(base + e->buf_off, 0, e->size);
+		if (e->pending == 0)
+			raw_file_done(d, w, ei);
+	}
+}
+
+/* Returns false when it must wait: queue full, pool busy or arena short. */
+static bool submit_group(struct disp *d, struct window *w, struct group *g)
+{
+	if (!g->reserved) {
+		g->chunk = reserve(d, g->bytes);
+		if (!g->chunk)
+			return false;
+		g->reserved = true;
+		group_prepare(d, w, g);
+	}
+	while (g->next_region < g->nregions) {
+		if (!submit_region(d, w, g->reg_first + g->next_region))
+			return false;
+		g->next_region++;
+	}
+	while (g->next < g->first + g->count) {
+		uint32_t ei = w->order[g->next];
+		struct entry *e = &w->e[ei];
+
+		if (e->route == R_URING && e->retries == 0) {
+			if (!submit_uring_file(d, w, ei))
+				return false;
+		} else if (e->route == R_POOL && e->retries == 0) {
+			/* Consecutive pool files go out together, one job. */
+			struct fjob *j;
+
+			if (d->pool_busy >= d->pool_max)
+				return false;
+			j = job_new(d, w, FJ_WHOLE);
+			if (!j)
+				return false;
+			while (g->next < g->first + g->count && j->n < FJOB_BATCH) {
+				struct entry *x = &w->e[w->order[g->next]];
+
+				if (x->route != R_POOL || x->retries)
+					break;
+				job_add(j, w->order[g->next], chunk_ptr(d->ctx, g->chunk) + x->buf_off,
+					0, x->size + 1, NULL);
+				g->next++;
+			}
+			job_submit(d, j);
+			continue;
+		}
+		g->next++;
+	}
+	return true;
+}
+
+static void submit_window_early(struct disp *d, struct window *w)
+{
+	if (w->next_early == w->nearly && w->next_large == w->nlarge)
+		return;
+	pthread_mutex_lock(&d->ctx->lock);
+	while (w->next_early < w->nearly)
+		ctx_push_result_locked(d->ctx, w, w->early[w->next_early++], NULL, NULL, 0, 0, true);
+	pthread_mutex_unlock(&d->ctx->lock);
+	while (w->next_large < w->nlarge)
+		slowq_push(d, w, w->large[w->next_large++]);
+}
+
+static void submit_work(struct disp *d)
+{
+	if (!submit_slow(d))
+		return;
+	for (struct window *w = d->ctx->active; w; w = w->next) {
+		submit_window_early(d, w);
+		while (w->cur_group < w->ngroups) {
+			if (!submit_group(d, w, &w->groups[w->cur_group]))
+				return;
+			w->cur_group++;
+		}
+		if (!submit_slow(d))
+			return;
+	}
+}
+
+/* ---------------------------------------------------------- windows */
+
+static void retire_locked(struct disp *d, struct window *w)
+{
+	struct bfo_ctx *ctx = d->ctx;
+	struct window **pp = &ctx->active, *prev = NULL;
+
+	for (; *pp && *pp != w; pp = &(*pp)->next)
+		prev = *pp;
+	*pp = w->next;
+	if (d->tail == w)
+		d->tail = prev;
+	ctx->nactive--;
+	TRACE("w%u retired", w->serial);
+	for (uint32_t gi = 0; gi < w->ngroups; gi++) {
+		if (w->groups[gi].chunk) {
+			arena_put(&ctx->arena, w->groups[gi].chunk);
+			w->groups[gi].chunk = NULL;
+		}
+	}
+	w->next = ctx->retired;
+	ctx->retired = w;
+	ctx_update_phase_times_locked(ctx);
+	ctx_window_put_locked(ctx, w);
+}
+
+static void retire_finished(struct disp *d, bool stopping)
+{
+	struct bfo_ctx *ctx = d->ctx;
+	bool idle = stopping && d->pool_busy == 0 && (!d->u || d->u->ops_busy == 0);
+
+	if (idle)
+		d->sq_head = d->sq_count = 0;
+	pthread_mutex_lock(&ctx->lock);
+	for (struct window *w = ctx->active, *n; w; w = n) {
+		n = w->next;
+		/* Stopped: once nothing is in flight, what was not delivered
+		 * is dropped with its window. */
+		if (w->undelivered == 0 || idle)
+			retire_locked(d, w);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+/* Close the files left in direct-descriptor slots once a batch is over, so
+ * an idle context pins no file (and no deleted file's blocks). */
+static void release_slots(struct disp *d)
+{
+	struct uring_state *u = d->u;
+
+	if (!u || !u->slots_dirty || u->ops_busy || d->ctx->active)
+		return;
+	int *fds = malloc(u->nslots * sizeof(*fds));
+
+	if (!fds)
+		return;
+	for (unsigned i = 0; i < u->nslots; i++)
+		fds[i] = -1;
+	if (io_uring_register_files_update(&u->ring, 0, fds, u->nslots) >= 0)
+		u->slots_dirty = false;
+	free(fds);
+}
+
+/* ---------------------------------------------------------- the loop */
+
+static void take_jobs(struct disp *d, struct fjob *jobs)
+{
+	struct fjob *rev = NULL;
+
+	while (jobs) {               /* LIFO -> FIFO */
+		struct fjob *n = jobs->next;
+
+		jobs->next = rev;
+		rev = jobs;
+		jobs = n;
+	}
+	while (rev) {
+		struct fjob *n = rev->next;
+
+		job_done(d, rev);
+		rev = n;
+	}
+}
+
+static void wait_events(struct disp *d)
+{
+	struct bfo_ctx *ctx = d->ctx;
+
+	if (d->u) {
+		if (!d->u->evfd_armed)
+			arm_evfd(ctx, d->u);
+		int ret = io_uring_submit_and_wait(&d->u->ring, 1);
+
+		if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {
+			/* Should not happen; avoid spinning on a broken ring. */
+			struct pollfd pfd = { .fd = ctx->evfd, .events = POLLIN };
+
+			poll(&pfd, 1, 10);
+		}
+		reap(d);
+	} else {
+		struct pollfd pfd = { .fd = ctx->evfd, .events = POLLIN };
+
+		poll(&pfd, 1, -1);
+		drain_evfd(ctx);
+	}
+}
+
+void *dispatcher_main(void *arg)
+{
+	struct bfo_ctx *ctx = arg;
+	struct disp d = { .ctx = ctx };
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, NULL);
+	d.nofollow = ctx->o.flags & BFO_READ_NOFOLLOW;
+	d.pool_max = ctx->o.threads;
+	if (ctx->o.engine != BFO_ENGINE_PORTABLE)
+		d.u = uring_create(ctx, ctx->uring_why, sizeof(ctx->uring_why));
+	else
+		snprintf(ctx->uring_why, sizeof(ctx->uring_why), "not requested");
+
+	pthread_mutex_lock(&ctx->lock);
+	ctx->u = d.u;
+	ctx->dispatcher_started = true;
+	pthread_cond_broadcast(&ctx->cond);
+	pthread_mutex_unlock(&ctx->lock);
+
+	for (;;) {
+		struct fjob *jobs;
+		bool stopping, shutdown;
+
+		struct window *planned;
+
+		pthread_mutex_lock(&ctx->lock);
+		ctx->wake_pending = false;
+		planned = ctx->planned_head;
+		ctx->planned_head = ctx->planned_tail = NULL;
+		jobs = ctx->done_jobs;
+		ctx->done_jobs = NULL;
+		stopping = ctx->bstate == B_STOPPING;
+		shutdown = ctx->shutdown;
+		pthread_mutex_unlock(&ctx->lock);
+
+		/* Plans are built here, outside the lock, then activated. */
+		while (planned) {
+			struct window *w = planned;
+
+			planned = w->next;
+			w->next = NULL;
+			if (!stopping)
+				plan_window(ctx, w);
+			pthread_mutex_lock(&ctx->lock);
+			ctx->nplanned--;
+			if (d.tail)
+				d.tail->next = w;
+			else
+				ctx->active = w;
+			d.tail = w;
+			ctx->nactive++;
+			TRACE("w%u active", w->serial);
+			ctx_update_phase_times_locked(ctx);
+			pthread_mutex_unlock(&ctx->lock);
+		}
+
+		take_jobs(&d, jobs);
+		if (!stopping)
+			submit_work(&d);
+		retire_finished(&d, stopping);
+		release_slots(&d);
+
+		pthread_mutex_lock(&ctx->lock);
+		ctx->inflight = (d.u ? d.u->ops_busy : 0) + d.pool_busy;
+		ctx_feed_planner_locked(ctx);
+		if (ctx->caller_waiting)
+			pthread_cond_broadcast(&ctx->cond);
+		bool done = shutdown && !ctx->active && !ctx->nplanning && !ctx->planned_head &&
+			    ctx->inflight == 0;
+		bool again = ctx->planned_head || ctx->done_jobs;
+		pthread_mutex_unlock(&ctx->lock);
+		if (done)
+			break;
+		if (!again) {
+			wait_events(&d);
+		} else if (d.u) {
+			io_uring_submit(&d.u->ring);
+			reap(&d);
+		}
+	}
+	uring_free(d.u);
+	free(d.slowq);
+	return NULL;
+}

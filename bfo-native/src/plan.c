@@ -1,0 +1,653 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Phase 1: metadata of a whole window, then its plan.
+ *
+ * Pool tasks stat every file of the window (and, where the engine reads by
+ * physical address or orders by it, open it and map its extents with
+ * FIEMAP).  The last task to finish builds the plan: files sorted for the
+ * device, cut into groups that each fit one arena chunk, and for raw files
+ * the ORDER_LIST of extent segments sorted by physical offset and merged
+ * into regions of at most max_io bytes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* Files per phase-1 task: enough to amortise the pool hand-off, few enough
+ * that all threads get work in a window. */
+#define TASK_FILES 32u
+/* Extents fetched per FIEMAP call; files with more loop. */
+#define FIEMAP_BATCH 32u
+
+struct ptask {
+	struct pool_task task;
+	struct bfo_ctx *ctx;
+	struct window *w;
+	uint32_t first, count;
+	struct fext *ext;
+	uint32_t next, cap;
+};
+
+void entry_meta_from_stat(struct entry *e, const struct stat *st)
+{
+	e->ino = st->st_ino;
+	e->dev = (uint64_t)major(st->st_dev) << 32 | minor(st->st_dev);
+	e->size = (uint64_t)st->st_size;
+	e->mode = st->st_mode;
+	e->mtime_sec = st->st_mtim.tv_sec;
+	e->mtime_nsec = (uint32_t)st->st_mtim.tv_nsec;
+	e->ctime_sec = st->st_ctim.tv_sec;
+	e->ctime_nsec = (uint32_t)st->st_ctim.tv_nsec;
+}
+
+int stat_path(const char *path, bool nofollow, struct entry *e)
+{
+	struct statx sx;
+
+	if (statx(AT_FDCWD, path, AT_STATX_SYNC_AS_STAT | (nofollow ? AT_SYMLINK_NOFOLLOW : 0),
+		  STATX_TYPE | STATX_MODE | STATX_INO | STATX_SIZE | STATX_MTIME | STATX_CTIME,
+		  &sx) < 0)
+		return -errno;
+	e->ino = sx.stx_ino;
+	e->dev = (uint64_t)sx.stx_dev_major << 32 | sx.stx_dev_minor;
+	e->size = sx.stx_size;
+	e->mode = sx.stx_mode;
+	e->mtime_sec = sx.stx_mtime.tv_sec;
+	e->mtime_nsec = sx.stx_mtime.tv_nsec;
+	e->ctime_sec = sx.stx_ctime.tv_sec;
+	e->ctime_nsec = sx.stx_ctime.tv_nsec;
+	return 0;
+}
+
+/* Identity plus everything a write, truncate or replacement changes. */
+bool meta_same(const struct entry *a, const struct entry *b)
+{
+	return a->ino == b->ino && a->dev == b->dev && a->size == b->size &&
+	       a->mtime_sec == b->mtime_sec && a->mtime_nsec == b->mtime_nsec &&
+	       a->ctime_sec == b->ctime_sec && a->ctime_nsec == b->ctime_nsec;
+}
+
+static int type_status(uint32_t mode)
+{
+	if (S_ISREG(mode))
+		return 0;
+	if (S_ISDIR(mode))
+		return -EISDIR;
+	if (S_ISLNK(mode))
+		return -ELOOP;
+	return -EINVAL;
+}
+
+static int task_ext_push(struct ptask *t, const struct fext *x)
+{
+	if (t->next == t->cap) {
+		uint32_t n = t->cap ? t->cap * 2 : 128;
+		struct fext *p = realloc(t->ext, n * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		t->ext = p;
+		t->cap = n;
+	}
+	t->ext[t->next++] = *x;
+	return 0;
+}
+
+enum map_result { MAP_OK, MAP_PER_FILE, MAP_FAILED };
+
+/*
+ * Map the extents of e into the task's list.  for_raw: the bytes will be
+ * read from the device, so flush dirty pages first (FIEMAP_FLAG_SYNC) and
+ * refuse every extent whose device bytes are not the file's bytes.
+ */
+static enum map_result map_extents(struct ptask *t, struct entry *e, bool nofollow,
+				   bool for_raw)
+{
+	struct {
+		struct fiemap fm;
+		struct fiemap_extent ex[FIEMAP_BATCH];
+	} b;
+	const uint32_t refuse = FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC |
+				FIEMAP_EXTENT_ENCODED | FIEMAP_EXTENT_DATA_ENCRYPTED |
+				FIEMAP_EXTENT_NOT_ALIGNED | FIEMAP_EXTENT_DATA_INLINE |
+				FIEMAP_EXTENT_DATA_TAIL;
+	uint32_t first = t->next;
+	uint64_t start = 0, covered = 0;
+	bool per_file = false, sync = for_raw;
+	struct stat st;
+	struct entry now;
+	int fd;
+
+	fd = open(e->path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC |
+			   (nofollow ? O_NOFOLLOW : 0));
+	if (fd < 0) {
+		e->status = -errno;
+		return MAP_FAILED;
+	}
+	/* Bind the extents to the file that was stat'ed: if the path now
+	 * names another file, read it per file (which re-stats it). */
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return MAP_PER_FILE;
+	}
+	entry_meta_from_stat(&now, &st);
+	if (!meta_same(&now, e)) {
+		close(fd);
+		return MAP_PER_FILE;
+	}
+	e->ext_first = first;
+	e->ext_count = 0;
+	for (;;) {
+		memset(&b.fm, 0, sizeof(b.fm));
+		b.fm.fm_start = start;
+		b.fm.fm_length = FIEMAP_MAX_OFFSET - start;
+		b.fm.fm_flags = sync ? FIEMAP_FLAG_SYNC : 0;
+		b.fm.fm_extent_count = FIEMAP_BATCH;
+		sync = false;
+		if (ioctl(fd, FS_IOC_FIEMAP, &b.fm) < 0) {
+			per_file = true;     /* tmpfs, overlayfs, FUSE, ... */
+			break;
+		}
+		if (b.fm.fm_mapped_extents == 0)
+			break;
+		for (uint32_t i = 0; i < b.fm.fm_mapped_extents; i++) {
+			const struct fiemap_extent *x = &b.ex[i];
+			struct fext f;
+
+			if (x->fe_flags & refuse)
+				per_file = true;
+			if (x->fe_logical >= e->size)
+				continue;    /* preallocated past EOF */
+			f.logical = x->fe_logical;
+			f.phys = x->fe_physical;
+			f.len = MIN(x->fe_length, e->size - x->fe_logical);
+			f.zero = x->fe_flags & FIEMAP_EXTENT_UNWRITTEN;
+			if (!f.zero)
+				covered += f.len;
+			if (t->next - first >= BFO_MAX_EXTENTS_PER_FILE) {
+				per_file = true;
+				break;
+			}
+			if (task_ext_push(t, &f)) {
+				per_file = true;
+				break;
+			}
+		}
+		const struct fiemap_extent *last = &b.ex[b.fm.fm_mapped_extents - 1];
+
+		if (per_file || (last->fe_flags & FIEMAP_EXTENT_LAST))
+			break;
+		start = last->fe_logical + last->fe_length;
+		if (start >= e->size)
+			break;
+	}
+	close(fd);
+	e->ext_count = t->next - first;
+	if (e->ext_count)
+		e->first_phys = t->ext[first].phys;
+	if (per_file && for_raw) {
+		t->next = first;     /* drop this file's extents */
+		e->ext_count = 0;
+		return MAP_PER_FILE;
+	}
+	e->holes = covered < e->size;
+	if (for_raw && e->di) {
+		for (uint32_t i = first; i < t->next; i++) {
+			const struct fext *f = &t->ext[i];
+
+			if (!f->zero && ALIGN_UP(f->phys + f->len, e->di->lbs) > e->di->devsize) {
+				t->next = first;
+				e->ext_count = 0;
+				return MAP_PER_FILE;
+			}
+		}
+	}
+	return MAP_OK;
+}
+
+/* The per-file engine of this context, for files raw cannot take. */
+static enum route per_file_route(struct bfo_ctx *ctx, uint8_t *engine)
+{
+	if (ctx->u && ctx->o.engine != BFO_ENGINE_PORTABLE) {
+		*engine = BFO_ENGINE_URING;
+		return R_URING;
+	}
+	*engine = BFO_ENGINE_PORTABLE;
+	return R_POOL;
+}
+
+static void phase1_file(struct ptask *t, struct entry *e)
+{
+	struct bfo_ctx *ctx = t->ctx;
+	const struct bfo_opts *o = &ctx->o;
+	bool nofollow = o->flags & BFO_READ_NOFOLLOW;
+	bool physical_order;
+
+	e->engine = BFO_ENGINE_NONE;
+	e->route = R_NONE;
+	e->status = stat_path(e->path, nofollow, e);
+	if (e->status)
+		return;
+	e->status = type_status(e->mode);
+	if (e->status || (o->flags & BFO_READ_METADATA_ONLY))
+		return;
+	e->di = devcache_get(&ctx->devs, e->dev, e->path);
+	if (o->flags & BFO_READ_PLAN_ONLY) {
+		if (e->size)
+			map_extents(t, e, nofollow, false);
+		return;
+	}
+	if (e->size > o->large_file) {
+		e->route = R_PIECES;
+		e->engine = BFO_ENGINE_PORTABLE;
+		return;
+	}
+	if (e->di && e->di->raw_fd >= 0 && ctx->u) {
+		e->route = R_RAW;
+		e->engine = BFO_ENGINE_RAW;
+	} else {
+		e->route = per_file_route(ctx, &e->engine);
+	}
+	if (e->size == 0) {
+		e->route = R_NONE;   /* nothing to read; delivered as is */
+		return;
+	}
+	e->sort_key = e->ino;
+	if (e->route == R_RAW) {
+		if (map_extents(t, e, nofollow, true) == MAP_PER_FILE) {
+			e->route = per_file_route(ctx, &e->engine);
+			stat_add(&ctx->st.fallback_files, 1);
+		} else {
+			e->sort_key = e->first_phys;
+		}
+		return;
+	}
+	physical_order = o->order == BFO_ORDER_PHYSICAL ||
+			 (o->order == BFO_ORDER_AUTO && e->di && e->di->rotational);
+	if (physical_order) {
+		uint32_t keep = t->next;
+
+		if (map_extents(t, e, nofollow, false) == MAP_OK)
+			e->sort_key = e->first_phys;
+		t->next = keep;          /* only the sort key is kept */
+		e->ext_count = 0;
+	}
+}
+
+/* ------------------------------------------------------------ the plan */
+
+static int order_cmp(const void *pa, const void *pb, void *arg)
+{
+	const struct window *w = arg;
+	const struct entry *a = &w->e[*(const uint32_t *)pa];
+	const struct entry *b = &w->e[*(const uint32_t *)pb];
+
+	if (a->dev != b->dev)
+		return a->dev < b->dev ? -1 : 1;
+	if (a->route != b->route)
+		return a->route < b->route ? -1 : 1;
+	if (a->sort_key != b->sort_key)
+		return a->sort_key < b->sort_key ? -1 : 1;
+	return a->ino < b->ino ? -1 : a->ino > b->ino;
+}
+
+static int seg_cmp(const void *pa, const void *pb)
+{
+	const struct seg *a = pa, *b = pb;
+
+	if (a->di != b->di)
+		return a->di->dev < b->di->dev ? -1 : 1;
+	if (a->phys != b->phys)
+		return a->phys < b->phys ? -1 : 1;
+	return a->len < b->len ? -1 : a->len > b->len;
+}
+
+/* Merge segments (sorted by seg_cmp) into regions the way the raw engine
+ * reads them.  Writes the regions to out when it is not NULL; returns
+ * their number and adds the bytes read and read-through to the counters. */
+static uint32_t merge_regions(const struct bfo_opts *o, const struct seg *segs, uint32_t n,
+			      uint32_t seg_base, struct region *out,
+			      uint64_t *device_bytes, uint64_t *gap_bytes)
+{
+	struct region cur = { 0 };
+	uint64_t cur_end = 0, cur_data = 0;
+	bool have = false, cur_large = false;
+	uint32_t nregions = 0;
+
+	for (uint32_t i = 0; i <= n; i++) {
+		const struct seg *s = i < n ? &segs[i] : NULL;
+		uint64_t s_start = 0, s_end = 0;
+		bool large = false;
+
+		if (s) {
+			s_start = ALIGN_DOWN(s->phys, s->di->lbs);
+			s_end = ALIGN_UP(s->phys + s->len, s->di->lbs);
+			large = s->len > o->large_extent;
+			if (have && cur.di == s->di && !cur_large && !large &&
+			    s_start <= cur_end + o->merge_gap &&
+			    MAX(cur_end, s_end) - cur.phys <= o->max_io) {
+				cur_data += s_end > cur_end ? s_end - MAX(s_start, cur_end) : 0;
+				cur_end = MAX(cur_end, s_end);
+				cur.len = (uint32_t)(cur_end - cur.phys);
+				cur.seg_count++;
+				continue;
+			}
+		}
+		if (have) {
+			if (out)
+				out[nregions] = cur;
+			nregions++;
+			*device_bytes += cur.len;
+			*gap_bytes += cur.len - cur_data;
+		}
+		if (!s)
+			break;
+		cur = (struct region){ .phys = s_start, .len = (uint32_t)(s_end - s_start),
+				       .seg_first = seg_base + i, .seg_count = 1, .di = s->di };
+		cur_end = s_end;
+		cur_data = s_end - s_start;
+		cur_large = large;
+		have = true;
+	}
+	return nregions;
+}
+
+/* Append the segments of e's extents (split at max_io) to segs[*n]. */
+static void entry_segments(const struct bfo_opts *o, const struct window *w, uint32_t ei,
+			   struct seg *segs, uint32_t *n)
+{
+	const struct entry *e = &w->e[ei];
+
+	for (uint32_t k = 0; k < e->ext_count; k++) {
+		const struct fext *f = &w->ext[e->ext_first + k];
+
+		for (uint64_t off = 0; !f->zero && off < f->len; off += o->max_io) {
+			struct seg *s = &segs[(*n)++];
+
+			s->phys = f->phys + off;
+			s->logical = f->logical + off;
+			s->len = (uint32_t)MIN(o->max_io, f->len - off);
+			s->entry = ei;
+			s->di = e->di;
+		}
+	}
+}
+
+static uint32_t entry_nsegs(const struct bfo_opts *o, const struct window *w,
+			    const struct entry *e)
+{
+	uint32_t n = 0;
+
+	for (uint32_t k = 0; k < e->ext_count; k++) {
+		const struct fext *f = &w->ext[e->ext_first + k];
+
+		if (!f->zero)
+			n += (uint32_t)((f->len + o->max_io - 1) / o->max_io);
+	}
+	return n;
+}
+
+/* BFO_READ_PLAN_ONLY: the ORDER_LIST the raw engine would read, counted. */
+static int plan_only_stats(struct bfo_ctx *ctx, struct window *w)
+{
+	const struct bfo_opts *o = &ctx->o;
+	uint32_t n = 0, total = 0;
+	uint64_t dev_bytes = 0, gap = 0;
+	struct seg *segs;
+
+	for (uint32_t i = 0; i < w->n; i++)
+		if (w->e[i].di)
+			total += entry_nsegs(o, w, &w->e[i]);
+	segs = malloc((total ? total : 1) * sizeof(*segs));
+	if (!segs)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < w->n; i++)
+		if (w->e[i].di)
+			entry_segments(o, w, i, segs, &n);
+	qsort(segs, n, sizeof(*segs), seg_cmp);
+	stat_add(&ctx->st.regions, merge_regions(o, segs, n, 0, NULL, &dev_bytes, &gap));
+	stat_add(&ctx->st.device_bytes, dev_bytes);
+	stat_add(&ctx->st.gap_bytes, gap);
+	free(segs);
+	return 0;
+}
+
+/* Per-file buffer size: one byte more than the file so a read that
+ * returns more than the stat'ed size shows the file grew. */
+static uint64_t entry_need(const struct entry *e)
+{
+	return ALIGN_UP(e->size + 1, 64);
+}
+
+static int plan_build(struct bfo_ctx *ctx, struct window *w)
+{
+	const struct bfo_opts *o = &ctx->o;
+	uint32_t i, nsegs = 0, nraw_ext = 0;
+	uint32_t *task_base;
+
+	/* Flatten the tasks' extent lists. */
+	task_base = calloc(w->ntasks, sizeof(*task_base));
+	if (!task_base)
+		return -ENOMEM;
+	for (i = 0; i < w->ntasks; i++) {
+		task_base[i] = w->next_ext;
+		w->next_ext += w->tasks[i].next;
+	}
+	w->ext = malloc((w->next_ext ? w->next_ext : 1) * sizeof(*w->ext));
+	w->order = malloc(w->n * sizeof(*w->order));
+	w->large = malloc(w->n * sizeof(*w->large));
+	if (!w->ext || !w->order || !w->large) {
+		free(task_base);
+		return -ENOMEM;
+	}
+	for (i = 0; i < w->ntasks; i++) {
+		struct ptask *t = &w->tasks[i];
+
+		if (t->next)
+			memcpy(w->ext + task_base[i], t->ext, t->next * sizeof(*t->ext));
+		free(t->ext);
+		t->ext = NULL;
+	}
+	for (i = 0; i < w->n; i++) {
+		struct entry *e = &w->e[i];
+
+		if (e->ext_count)
+			e->ext_first += task_base[i / TASK_FILES];
+		nraw_ext += e->ext_count;
+		if (e->status < 0 || e->route == R_NONE) {
+			w->early[w->nearly++] = i;
+		} else if (e->route == R_PIECES) {
+			w->large[w->nlarge++] = i;
+		} else {
+			w->order[w->norder++] = i;
+			if (e->route == R_RAW)
+				nsegs += entry_nsegs(o, w, e);
+		}
+	}
+	free(task_base);
+	stat_add(&ctx->st.extents, nraw_ext);
+	if (o->flags & BFO_READ_PLAN_ONLY)
+		return plan_only_stats(ctx, w);
+	qsort_r(w->order, w->norder, sizeof(*w->order), order_cmp, w);
+
+	/* Groups: consecutive files of the order whose buffers fit in
+	 * window_bytes, each later reserved as one arena chunk. */
+	w->groups = calloc(w->norder ? w->norder : 1, sizeof(*w->groups));
+	w->segs = malloc((nsegs ? nsegs : 1) * sizeof(*w->segs));
+	w->regions = malloc((nsegs ? nsegs : 1) * sizeof(*w->regions));
+	if (!w->groups || !w->segs || !w->regions)
+		return -ENOMEM;
+	for (i = 0; i < w->norder; i++) {
+		struct entry *e = &w->e[w->order[i]];
+		struct group *g = w->ngroups ? &w->groups[w->ngroups - 1] : NULL;
+
+		if (!g || (g->count && g->bytes + entry_need(e) > o->window_bytes)) {
+			g = &w->groups[w->ngroups++];
+			g->first = i;
+			g->next = i;
+		}
+		e->group = (uint32_t)(g - w->groups);
+		e->in_group = true;
+		e->buf_off = g->bytes;
+		g->bytes += entry_need(e);
+		g->count++;
+	}
+
+	/* The ORDER_LIST of each group: segments sorted by physical offset,
+	 * merged into regions.  Extents longer than large_extent are read on
+	 * their own (already efficient); nothing merges into them. */
+	for (uint32_t gi = 0; gi < w->ngroups; gi++) {
+		struct group *g = &w->groups[gi];
+		uint64_t dev_bytes = 0, gap = 0;
+
+		g->seg_first = w->nsegs;
+		for (i = g->first; i < g->first + g->count; i++) {
+			struct entry *e = &w->e[w->order[i]];
+			uint32_t before = w->nsegs;
+
+			if (e->route != R_RAW)
+				continue;
+			entry_segments(o, w, w->order[i], w->segs, &w->nsegs);
+			e->pending = w->nsegs - before;
+		}
+		g->nsegs = w->nsegs - g->seg_first;
+		qsort(w->segs + g->seg_first, g->nsegs, sizeof(struct seg), seg_cmp);
+		g->reg_first = w->nregions;
+		g->nregions = merge_regions(o, w->segs + g->seg_first, g->nsegs, g->seg_first,
+					    w->regions + w->nregions, &dev_bytes, &gap);
+		w->nregions += g->nregions;
+		stat_add(&ctx->st.gap_bytes, gap);
+		g->open = g->count;
+	}
+	return 0;
+}
+
+struct bfo_test_hooks bfo_test_hooks;
+uint64_t bfo_trace_start;
+
+/*
+ * Build the plan of a window whose phase 1 is done.  Runs on the dispatcher
+ * thread, not on the pool: it is on the critical path of the data phase,
+ * and pool threads (at lower priority) are meanwhile busy with the next
+ * window's metadata.
+ */
+void plan_window(struct bfo_ctx *ctx, struct window *w)
+{
+	int ret = plan_build(ctx, w);
+
+	TRACE("w%u plan built groups=%u regions=%u", w->serial, w->ngroups, w->nregions);
+	if (bfo_test_hooks.after_plan)
+		bfo_test_hooks.after_plan(bfo_test_hooks.arg, w->n);
+	if (ret) {
+		/* Out of memory while planning: every file of the window fails
+		 * with -ENOMEM rather than the batch (w->early was allocated
+		 * with the window, so this path cannot fail). */
+		w->norder = w->ngroups = w->nlarge = w->nearly = 0;
+		for (uint32_t i = 0; i < w->n; i++) {
+			w->e[i].status = -ENOMEM;
+			w->e[i].route = R_NONE;
+			w->e[i].engine = BFO_ENGINE_NONE;
+			w->early[w->nearly++] = i;
+		}
+	}
+}
+
+/* Phase 1 of w is done: hand it to the dispatcher. */
+static void phase1_done(struct bfo_ctx *ctx, struct window *w)
+{
+	TRACE("w%u phase1 done n=%u", w->serial, w->n);
+	pthread_mutex_lock(&ctx->lock);
+	ctx->nplanning--;
+	if (ctx->bstate == B_STOPPING) {
+		ctx_window_put_locked(ctx, w);  /* never published: frees it */
+	} else {
+		if (ctx->planned_tail)
+			ctx->planned_tail->next = w;
+		else
+			ctx->planned_head = w;
+		ctx->planned_tail = w;
+		ctx->nplanned++;
+	}
+	ctx_update_phase_times_locked(ctx);
+	/* Also when the window is dropped: a stopping dispatcher waits for
+	 * the last window in planning to go before it can finish. */
+	ctx_wake_dispatcher(ctx);
+	if (ctx->caller_waiting)
+		pthread_cond_broadcast(&ctx->cond);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+static void phase1_task(struct pool_task *pt)
+{
+	struct ptask *t = (struct ptask *)pt;
+	struct window *w = t->w;
+
+	for (uint32_t i = t->first; i < t->first + t->count; i++)
+		phase1_file(t, &w->e[i]);
+	if (atomic_fetch_sub(&w->tasks_left, 1) == 1)
+		phase1_done(t->ctx, w);
+}
+
+void plan_start_window(struct bfo_ctx *ctx, struct window *w)
+{
+	atomic_store(&w->tasks_left, w->ntasks);
+	w->t_plan_start = bfo_now_ns();
+	for (uint32_t i = 0; i < w->ntasks; i++) {
+		struct ptask *t = &w->tasks[i];
+
+		t->task.fn = phase1_task;
+		t->ctx = ctx;
+		t->w = w;
+		t->first = i * TASK_FILES;
+		t->count = MIN(TASK_FILES, w->n - t->first);
+		pool_push(&ctx->pool, &t->task);
+	}
+}
+
+struct window *window_alloc(uint32_t n, size_t paths_len)
+{
+	struct window *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->n = n;
+	w->ntasks = (n + TASK_FILES - 1) / TASK_FILES;
+	w->paths = malloc(paths_len ? paths_len : 1);
+	w->e = calloc(n ? n : 1, sizeof(*w->e));
+	w->early = malloc((n ? n : 1) * sizeof(*w->early));
+	w->tasks = calloc(w->ntasks ? w->ntasks : 1, sizeof(*w->tasks));
+	if (!w->paths || !w->e || !w->early || !w->tasks) {
+		window_free(w);
+		return NULL;
+	}
+	return w;
+}
+
+void window_free(struct window *w)
+{
+	if (!w)
+		return;
+	if (w->tasks)
+		for (uint32_t i = 0; i < w->ntasks; i++)
+			free(w->tasks[i].ext);
+	free(w->tasks);
+	free(w->e);
+	free(w->paths);
+	free(w->ext);
+	free(w->order);
+	free(w->groups);
+	free(w->segs);
+	free(w->regions);
+	free(w->early);
+	free(w->large);
+	free(w);
+}

@@ -1,0 +1,401 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * t_raw: the raw engine (O_DIRECT reads of merged regions of the block
+ * device) on loop-mounted ext4 and XFS: a few thousand files of 1 KiB..2 MiB,
+ * some deliberately fragmented (appended round-robin with fsync between, so
+ * their extents interleave), sparse files, fallocated files (unwritten
+ * extents, and preallocation beyond EOF), files overwritten after the last
+ * sync (dirty in the page cache: FIEMAP_FLAG_SYNC must flush them before the
+ * device is read) and files never synced (delayed allocation).  Caches are
+ * dropped, the batch is read with engine raw under several merge settings,
+ * and every file equals read() and stat(); the statistics show raw did the
+ * work (engine raw, files_by_engine[RAW] > 0, regions > 0).
+ *
+ * Then the paths raw must refuse: an ext4 made with -O inline_data (tiny
+ * files whose data lives in the inode: not raw, bytes still right) and an
+ * ext4 mounted with data=journal (raw refused for the whole file system:
+ * the files say uring).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "t_helpers.h"
+
+#if T_ASAN
+#define NFILES 400
+#else
+#define NFILES 2000
+#endif
+#define NFRAG 8
+#define MAXP (NFILES + 96)
+
+struct tree {
+	char *paths[MAXP];
+	size_t n;
+	size_t dirty_first, dirty_n;    /* rewritten after the last sync */
+};
+
+static void write_at(const char *p, const void *b, size_t len, off_t off)
+{
+	int fd = open(p, O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0 || pwrite(fd, b, len, off) != (ssize_t)len)
+		t_fail("pwrite %s: %s", p, strerror(errno));
+	close(fd);
+}
+
+static char *add(struct tree *t, const char *dir, const char *name)
+{
+	T_ASSERT(t->n < MAXP, "too many files");
+	t->paths[t->n] = t_path(dir, name);
+	return t->paths[t->n++];
+}
+
+static void make_tree(struct tree *t, const char *mnt, bool with_special)
+{
+	uint64_t seed = 5;
+	char name[64];
+	size_t big = 0;
+
+	for (int d = 0; d < 20; d++) {
+		snprintf(name, sizeof(name), "%s/d%02d", mnt, d);
+		if (mkdir(name, 0755) < 0)
+			t_fail("mkdir %s: %s", name, strerror(errno));
+	}
+	/* mixed sizes, created in shuffled directory order */
+	for (int i = 0; i < NFILES; i++) {
+		uint64_t k = t_rand(&seed) % 100, size;
+
+		if (k < 88)
+			size = t_rand_range(&seed, 1024, 64 << 10);
+		else if (k < 98)
+			size = t_rand_range(&seed, 64 << 10, 512 << 10);
+		else
+			size = t_rand_range(&seed, 512 << 10, 2 << 20);
+		if (i % 50 == 0)
+			size = 4096 * t_rand_range(&seed, 1, 16);
+		snprintf(name, sizeof(name), "d%02d/f%05d", (int)(t_rand(&seed) % 20), i);
+		t_write_random(add(t, mnt, name), size, (uint64_t)i);
+		big += size;
+	}
+	if (with_special) {
+		/* fragmented: round-robin appends, fsync after each */
+		int fds[NFRAG];
+		uint8_t chunk[4096 + 123];
+
+		for (int f = 0; f < NFRAG; f++) {
+			snprintf(name, sizeof(name), "frag%d", f);
+			fds[f] = open(add(t, mnt, name), O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0644);
+			if (fds[f] < 0)
+				t_fail("create: %s", strerror(errno));
+		}
+		for (int round = 0; round < 40; round++) {
+			for (int f = 0; f < NFRAG; f++) {
+				size_t len = round % 3 ? 4096 : sizeof(chunk);
+
+				t_fill_random(chunk, len, (uint64_t)(round * 100 + f));
+				if (write(fds[f], chunk, len) != (ssize_t)len || fsync(fds[f]) < 0)
+					t_fail("append: %s", strerror(errno));
+			}
+		}
+		long ext = 0;
+
+		for (int f = 0; f < NFRAG; f++) {
+			close(fds[f]);
+			long e = t_extents(t->paths[t->n - NFRAG + (size_t)f]);
+
+			T_ASSERT(e > 0, "FIEMAP of a fragmented file: %ld", e);
+			ext += e;
+		}
+		t_log("%d fragmented files: %ld extents", NFRAG, ext);
+		T_ASSERT(ext > NFRAG, "the round-robin appends did not fragment anything");
+
+		/* sparse */
+		char *p = add(t, mnt, "sparse-big");
+		int fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+
+		if (fd < 0 || ftruncate(fd, 2 << 20) < 0 || pwrite(fd, chunk, 4096, 300 << 10) != 4096 ||
+		    pwrite(fd, "tail", 4, (3 << 19) + 5) != 4)
+			t_fail("sparse file: %s", strerror(errno));
+		close(fd);
+		p = add(t, mnt, "sparse-small");
+		fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+		if (fd < 0 || ftruncate(fd, 20000) < 0 || pwrite(fd, "mid", 3, 10000) != 3)
+			t_fail("sparse file: %s", strerror(errno));
+		close(fd);
+		p = add(t, mnt, "sparse-head");   /* data, then a hole to the end */
+		t_write_random(p, 5000, 77);
+		if (truncate(p, 70000) < 0)
+			t_fail("truncate: %s", strerror(errno));
+
+		/* fallocated: unwritten extents read as zeros */
+		p = add(t, mnt, "falloc-partly-written");
+		fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+		if (fd < 0 || fallocate(fd, 0, 0, 512 << 10) < 0 ||
+		    pwrite(fd, chunk, sizeof(chunk), 100 << 10) != (ssize_t)sizeof(chunk))
+			t_fail("fallocate: %s", strerror(errno));
+		close(fd);
+		p = add(t, mnt, "falloc-never-written");
+		fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+		if (fd < 0 || fallocate(fd, 0, 0, 64 << 10) < 0)
+			t_fail("fallocate: %s", strerror(errno));
+		close(fd);
+		p = add(t, mnt, "falloc-beyond-eof");
+		t_write_random(p, 10000, 78);
+		fd = open(p, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 1 << 20) < 0)
+			t_fail("fallocate KEEP_SIZE: %s", strerror(errno));
+		close(fd);
+		p = add(t, mnt, "empty");
+		t_write_bytes(p, "", 0);
+	}
+	/* the same paths again in the batch: each index gets the full bytes */
+	for (int i = 0; i < 20; i++) {
+		T_ASSERT(t->n < MAXP, "too many files");
+		t->paths[t->n++] = strdup(t->paths[(size_t)i * 37 % NFILES]);
+	}
+	t_log("%zu files, %zu MB in the mixed set", t->n, big >> 20);
+}
+
+/* After the caches are dropped: rewrite parts of some files and create a
+ * few more, none of it synced. */
+static void make_dirty(struct tree *t, const char *mnt, int round)
+{
+	uint8_t b[6000];
+	char name[64];
+
+	t->dirty_first = t->n;
+	for (size_t i = (size_t)round; i < NFILES; i += NFILES / 20) {
+		struct stat st;
+
+		if (stat(t->paths[i], &st) < 0)
+			t_fail("stat");
+		t_fill_random(b, sizeof(b), i * 7 + (size_t)round);
+		write_at(t->paths[i], b, 100, st.st_size / 2);
+		write_at(t->paths[i], b, (size_t)(st.st_size < 6000 ? st.st_size : 6000), 0);
+	}
+	for (int i = 0; i < 5; i++) {
+		snprintf(name, sizeof(name), "unsynced-%d-%d", round, i);
+		t_write_random(add(t, mnt, name), 3000 + 7000 * (uint64_t)i, 900 + (uint64_t)i);
+	}
+	t->dirty_n = t->n - t->dirty_first;
+}
+
+struct rawrun {
+	struct tree *t;
+	const char *mnt;
+	const char *fs;
+};
+
+static void raw_runs(void *arg)
+{
+	struct rawrun *a = arg;
+	struct tree *t = a->t;
+
+	for (int cfg = 0; cfg < 3; cfg++) {
+		struct bfo_opts o;
+		struct bfo_stats st;
+		char msg[160];
+
+		bfo_opts_init(&o);
+		o.engine = BFO_ENGINE_RAW;
+		if (cfg == 1) {          /* adjacent only, small I/Os, small groups, a
+					  * small arena whose ring wraps many times (so
+					  * holes land on reused, dirty memory) */
+			o.arena_bytes = 8 << 20;
+			o.merge_gap = 1;
+			o.max_io = 64 << 10;
+			o.large_extent = 64 << 10;
+			o.window_bytes = 4 << 20;
+			o.queue_depth = 4;
+			o.window_files = 300;
+		} else if (cfg == 2) {   /* merge through large gaps, big I/Os, pieces */
+			o.merge_gap = 4 << 20;
+			o.max_io = 8 << 20;
+			o.large_extent = 8 << 20;
+			o.large_file = 1 << 20;
+			o.order = BFO_ORDER_PHYSICAL;
+		}
+		snprintf(msg, sizeof(msg), "%s, engine raw, config %d", a->fs, cfg);
+		if (!t_drop_caches())
+			t_fail("drop_caches refused");
+		make_dirty(t, a->mnt, cfg);
+
+		struct t_result *r = t_results_new(t->n);
+		size_t nraw = 0, small = 0;
+
+		t_batch(&o, t->paths, t->n, r, &st);
+		for (size_t i = 0; i < t->n; i++) {
+			t_expect_plain(r, t->paths, i, msg);
+			if (r[i].size <= o.large_file && r[i].size > 0 && i < NFILES) {
+				small++;
+				nraw += r[i].engine == BFO_ENGINE_RAW;
+			}
+		}
+		T_EQ(st.engine, BFO_ENGINE_RAW);
+		T_ASSERT(st.files_by_engine[BFO_ENGINE_RAW] > 0, "[%s] no file read raw", msg);
+		T_ASSERT(st.regions > 0, "[%s] no merged region", msg);
+		T_ASSERT(st.extents >= nraw, "[%s] %llu extents for %zu raw files", msg,
+			 (unsigned long long)st.extents, nraw);
+		/* Most files of a clean set must stay on the raw path. */
+		T_ASSERT(nraw * 10 >= small * 9, "[%s] only %zu of %zu files read raw", msg, nraw, small);
+		t_log("%s: ok (%zu files, %zu of %zu mixed files raw, %llu extents, %llu regions, "
+		      "%llu I/Os, %llu MB device, %llu MB gaps, %llu fallbacks)", msg, t->n, nraw, small,
+		      (unsigned long long)st.extents, (unsigned long long)st.regions,
+		      (unsigned long long)st.ios, (unsigned long long)(st.device_bytes >> 20),
+		      (unsigned long long)(st.gap_bytes >> 20), (unsigned long long)st.fallback_files);
+		t_results_free(r, t->n);
+	}
+}
+
+static void free_tree(struct tree *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->paths[i]);
+	t->n = 0;
+}
+
+static struct tree T;
+
+static void big_fs(const char *fstype, const char *extra)
+{
+	char why[2048];
+	const char *mnt = t_loop_fs(fstype, 640, extra, NULL, why, sizeof(why));
+	struct rawrun a = { &T, mnt, fstype };
+	char name[64];
+
+	if (!mnt) {
+		t_log("%s not checked: %s", fstype, why);
+		if (!strcmp(fstype, "ext4"))
+			t_skip("%s", why);
+		return;
+	}
+	make_tree(&T, mnt, true);
+	snprintf(name, sizeof(name), "raw on %s", fstype);
+	t_subtest(name, 240, raw_runs, &a);
+	free_tree(&T);
+}
+
+static void inline_data(void *arg)
+{
+	const char *mnt = arg;
+	struct tree *t = &T;
+	struct bfo_opts o;
+	struct bfo_stats st;
+	const char *msg = "ext4 -O inline_data, engine raw";
+
+	bfo_opts_init(&o);
+	o.engine = BFO_ENGINE_RAW;
+	if (!t_drop_caches())
+		t_fail("drop_caches refused");
+
+	struct t_result *r = t_results_new(t->n);
+	size_t tiny = 0;
+
+	t_batch(&o, t->paths, t->n, r, &st);
+	for (size_t i = 0; i < t->n; i++) {
+		t_expect_plain(r, t->paths, i, msg);
+		if (r[i].size > 0 && r[i].size <= 48) {
+			tiny++;
+			if (r[i].engine == BFO_ENGINE_RAW)
+				t_fail("[%s] %s (%llu bytes inline) read raw", msg, t->paths[i],
+				       (unsigned long long)r[i].size);
+		}
+		if (r[i].size >= 8192 && r[i].engine != BFO_ENGINE_RAW)
+			t_fail("[%s] %s (%llu bytes, not inline) read by %s", msg, t->paths[i],
+			       (unsigned long long)r[i].size, t_engine(r[i].engine));
+	}
+	T_ASSERT(tiny > 0, "no tiny file");
+	T_ASSERT(st.files_by_engine[BFO_ENGINE_RAW] > 0, "[%s] nothing read raw", msg);
+	t_log("%s: ok (%zu inline files left the raw path, %llu fallbacks)", msg, tiny,
+	      (unsigned long long)st.fallback_files);
+	t_results_free(r, t->n);
+	(void)mnt;
+}
+
+static void data_journal(void *arg)
+{
+	struct tree *t = &T;
+	const char *msg = "ext4 -o data=journal, engine raw";
+
+	(void)arg;
+	for (int ei = 0; ei < 2; ei++) {
+		struct bfo_opts o;
+		struct bfo_stats st;
+
+		bfo_opts_init(&o);
+		o.engine = ei ? BFO_ENGINE_AUTO : BFO_ENGINE_RAW;
+		if (!t_drop_caches())
+			t_fail("drop_caches refused");
+
+		struct t_result *r = t_results_new(t->n);
+
+		t_batch(&o, t->paths, t->n, r, &st);
+		for (size_t i = 0; i < t->n; i++) {
+			t_expect_plain(r, t->paths, i, msg);
+			if (r[i].size > 0 && r[i].engine != BFO_ENGINE_URING)
+				t_fail("[%s, asked %s] %s read by %s, not uring", msg, t_engine((int)o.engine),
+				       t->paths[i], t_engine(r[i].engine));
+		}
+		T_EQ(st.files_by_engine[BFO_ENGINE_RAW], 0);
+		t_log("%s (asked %s): ok, raw refused, uring read it", msg, t_engine((int)o.engine));
+		t_results_free(r, t->n);
+	}
+}
+
+int main(void)
+{
+	t_init("t_raw", 540);
+	if (!t_is_root())
+		t_skip("not root: loop devices and raw block device reads need root");
+	if (T_ASAN)
+		t_log("sanitizer build: %d mixed files instead of 2000", NFILES);
+
+	big_fs("ext4", NULL);
+	if (t_have_prog("mkfs.xfs"))
+		big_fs("xfs", NULL);
+	else
+		t_log("XFS not checked: mkfs.xfs not installed");
+
+	/* inline data: tiny files live in the inode */
+	char why[2048];
+	const char *mnt = t_loop_fs("ext4", 64, "-O inline_data -I 256", NULL, why, sizeof(why));
+
+	if (mnt) {
+		char name[64];
+
+		for (int i = 0; i < 200; i++) {
+			snprintf(name, sizeof(name), "tiny%03d", i);
+			t_write_random(add(&T, mnt, name), (uint64_t)(1 + i % 48), (uint64_t)i);
+		}
+		for (int i = 0; i < 50; i++) {
+			snprintf(name, sizeof(name), "normal%03d", i);
+			t_write_random(add(&T, mnt, name), 8192 + (uint64_t)i * 1000, 500 + (uint64_t)i);
+		}
+		t_subtest("inline_data", 120, inline_data, (void *)mnt);
+		free_tree(&T);
+	} else {
+		t_log("inline_data not checked: %s", why);
+	}
+
+	mnt = t_loop_fs("ext4", 64, NULL, "data=journal", why, sizeof(why));
+	if (mnt) {
+		char name[64];
+
+		for (int i = 0; i < 300; i++) {
+			snprintf(name, sizeof(name), "j%03d", i);
+			t_write_random(add(&T, mnt, name), (uint64_t)(i * 211 % 40000), (uint64_t)i);
+		}
+		t_subtest("data=journal", 120, data_journal, NULL);
+		free_tree(&T);
+	} else {
+		t_log("data=journal not checked: %s", why);
+	}
+	t_done();
+	return 0;
+}
