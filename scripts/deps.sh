@@ -16,6 +16,7 @@ PACKAGES=(
   make
   pkg-config
   liburing-dev
+  libarchive-dev
   libxxhash-dev
   xxhash
   maven

@@ -102,14 +102,15 @@ struct bfo_opts {
 };
 
 /*
- * A delivered file (or piece of a file).  128 bytes, fixed layout, so
+ * A delivered file (or piece of a file).  160 bytes, fixed layout, so
  * bindings can read an array of them from a direct buffer.
  *
  * A file of at most opts.large_file bytes is delivered once, with offset 0,
  * length == size and BFO_FILE_LAST set.  A larger file is delivered as
  * consecutive pieces in offset order; the last one has BFO_FILE_LAST.  If a
  * piece fails, an entry with status < 0 and BFO_FILE_LAST ends that file and
- * the pieces before it must be discarded.
+ * the pieces before it must be discarded.  The metadata (times, owner,
+ * links) is the file's as stat'ed before its bytes were read.
  */
 #define BFO_FILE_LAST     (1u << 0) /* last (or only) entry of this file */
 
@@ -128,17 +129,21 @@ struct bfo_file {
 	uint64_t size;          /* file size */
 	int64_t mtime_sec;
 	int64_t ctime_sec;
+	int64_t atime_sec;
 	uint64_t ino;
 	uint64_t dev;           /* major << 32 | minor */
 	uint64_t cookie;        /* private to the library: identifies the entry */
 	uint32_t mtime_nsec;
 	uint32_t ctime_nsec;
+	uint32_t atime_nsec;
 	uint32_t mode;          /* st_mode, also set for refused file types */
+	uint32_t uid, gid;
+	uint32_t nlink;
 	int32_t status;         /* 0, or -errno: see bfo_strerror() */
 	uint16_t engine;        /* enum bfo_engine that produced this entry */
 	uint16_t flags;         /* BFO_FILE_* */
 	uint32_t reserved0;
-	uint64_t reserved[2];
+	uint64_t reserved[3];
 };
 
 /*
@@ -283,15 +288,199 @@ const char *bfo_engine_name(int engine);
 
 /*
  * bfo_strerror - text for a status or return value (0 or -errno), like
- * strerror() but thread-safe and with BFO's own meanings where it gives
- * errno values one:
- *   -ESTALE  the file changed while it was being read (size, times or
- *            identity differed before and after); nothing was delivered;
- *   -EINVAL  as a file status: not a regular file (see bfo_file.mode);
- *   -ELOOP   as a file status with BFO_READ_NOFOLLOW: a symbolic link.
+ * strerror() but thread-safe, with BFO's one errno of its own meaning:
+ * -ESTALE, the file changed while it was being read (size, times or
+ * identity differed before and after) and nothing was delivered.
+ * As a read status, -EINVAL means "not a regular file" (bfo_file.mode has
+ * the type) and -ELOOP "a symbolic link" under BFO_READ_NOFOLLOW.
  * The string is static.
  */
 const char *bfo_strerror(int status);
+
+/* ================================================================ write */
+
+/*
+ * Writing a batch (BFO_w).  A writer is opened on a destination root; every
+ * path it writes is relative to that root and is resolved beneath it
+ * without following any symbolic link.  bfo_writer_write() writes one batch:
+ *
+ *  1. a manifest of the batch (paths, sizes, checksums) is written to
+ *     ROOT/.bfo-journal/ and made durable before any data;
+ *  2. data, in one large stream: files are created (never over an existing
+ *     one unless BFO_WRITE_REPLACE), directory by directory;
+ *  3. metadata (mode, owner, times) of the batch;
+ *  4. one durability point for the whole batch (BFO_DURABILITY_BATCH);
+ *  5. the manifest is removed.
+ *
+ * After a crash, bfo_journal_recover() (also run by bfo_writer_open() and
+ * `bfo recover`) finishes or removes every file of an unfinished batch:
+ * each file is then complete or absent, never torn.
+ */
+
+/* Engines of the writer. */
+enum bfo_wengine {
+	BFO_WENGINE_AUTO = 0,
+	/* the batch's data in one stem file, written sequentially and made
+	 * durable, then shared into each file with FICLONERANGE (XFS with
+	 * reflink, btrfs); the stem is removed after the batch */
+	BFO_WENGINE_STEM = 1,
+	/* files created and written directory by directory, on worker
+	 * threads or io_uring chains; one syncfs for the batch */
+	BFO_WENGINE_BATCHED = 2,
+};
+
+enum bfo_durability {
+	BFO_DURABILITY_BATCH = 0,  /* durable when bfo_writer_write() returns */
+	BFO_DURABILITY_NONE = 1,   /* page cache only, like cp; no manifest */
+	BFO_DURABILITY_EACH = 2,   /* fsync per file (for comparison) */
+};
+
+/* bfo_write_opts.flags */
+#define BFO_WRITE_REPLACE        (1u << 0) /* an existing target is replaced (atomically) */
+#define BFO_WRITE_STOP_ON_ERROR  (1u << 1) /* the rest of a batch fails with -ECANCELED */
+#define BFO_WRITE_URING          (1u << 2) /* batched: io_uring chains, not threads */
+
+struct bfo_write_opts {
+	uint32_t size;          /* sizeof(struct bfo_write_opts) as the caller knows it */
+	uint32_t flags;         /* BFO_WRITE_* */
+	uint32_t engine;        /* enum bfo_wengine */
+	uint32_t durability;    /* enum bfo_durability */
+	uint32_t threads;       /* worker threads (0: default) */
+	uint32_t queue_depth;   /* io_uring chains in flight (0: default) */
+	uint64_t reserved[8];
+};
+
+/* Types of a bfo_wentry. */
+enum bfo_wtype {
+	BFO_WTYPE_FILE = 0,      /* data/length; pieces with BFO_WENTRY_MORE */
+	BFO_WTYPE_DIR = 1,       /* created if missing; metadata applied at close */
+	BFO_WTYPE_SYMLINK = 2,   /* data: the target, NUL-terminated */
+	BFO_WTYPE_HARDLINK = 3,  /* data: existing path beneath the root, NUL-terminated */
+	BFO_WTYPE_FIFO = 4,
+	BFO_WTYPE_CHR = 5,       /* rdev */
+	BFO_WTYPE_BLK = 6,       /* rdev */
+};
+
+/* bfo_wentry.flags */
+#define BFO_WENTRY_OWNER  (1u << 0) /* set uid/gid (root only; else -EPERM) */
+#define BFO_WENTRY_TIMES  (1u << 1) /* set atime/mtime (else the current time) */
+#define BFO_WENTRY_MORE   (1u << 2) /* FILE: more pieces of this file follow in
+				       later calls (data at offset); the file
+				       appears at its path with its last piece */
+#define BFO_WENTRY_ABORT  (1u << 3) /* FILE: drop a file whose earlier pieces
+				       were written (its source failed) */
+
+/* One entry of a batch.  128 bytes, fixed layout. */
+struct bfo_wentry {
+	union {                 /* relative path: no leading '/', no '.' or '..' */
+		const char *path;
+		uint64_t path_u64;
+	};
+	union {                 /* FILE bytes; SYMLINK/HARDLINK target */
+		const void *data;
+		uint64_t data_u64;
+	};
+	uint64_t length;        /* FILE: bytes at data */
+	uint64_t offset;        /* FILE: offset of data in the file (pieces) */
+	uint64_t rdev;          /* CHR/BLK: major << 32 | minor */
+	int64_t atime_sec;
+	int64_t mtime_sec;
+	uint32_t atime_nsec;
+	uint32_t mtime_nsec;
+	uint32_t type;          /* enum bfo_wtype */
+	uint32_t mode;          /* permission bits (07777) */
+	uint32_t uid, gid;
+	uint32_t flags;         /* BFO_WENTRY_* */
+	int32_t status;         /* out: 0 or -errno */
+	uint16_t engine;        /* out: enum bfo_wengine that wrote it */
+	uint16_t reserved0;
+	uint32_t reserved1;
+	union {                 /* extended attributes to set, or NULL: records of
+				   name, NUL, uint32_t value length (host order),
+				   value bytes, back to back */
+		const void *xattrs;
+		uint64_t xattrs_u64;
+	};
+	uint64_t xattrs_len;    /* bytes at xattrs */
+	uint64_t reserved[2];
+};
+
+/* What a writer did, over all its batches. */
+struct bfo_write_stats {
+	uint64_t batches;
+	uint64_t files;         /* entries written successfully */
+	uint64_t failed;        /* entries with status < 0 */
+	uint64_t bytes;         /* file bytes written */
+	uint64_t syncs;         /* durability points (syncfs/fsync calls) */
+	uint64_t clones;        /* stem: FICLONERANGE calls */
+	uint64_t ns_manifest, ns_data, ns_meta, ns_sync;
+	uint32_t engine;        /* enum bfo_wengine in use */
+	uint32_t reserved0;
+	uint64_t reserved[8];
+};
+
+struct bfo_writer;
+
+/*
+ * bfo_writer_open - open a writer on the directory root (created if
+ * missing, with its parents).  Runs recovery of unfinished batches found in
+ * ROOT/.bfo-journal first.  Picks the engine (AUTO: stem where the file
+ * system shares blocks, batched elsewhere).  Returns 0 and the writer in
+ * *w, or -errno (-ENOTDIR, -EROFS, -EACCES, -EOPNOTSUPP for a forced stem
+ * engine the file system cannot run...).  The caller owns the writer and
+ * ends it with bfo_writer_close().
+ */
+int bfo_writer_open(struct bfo_writer **w, const char *root, const struct bfo_write_opts *opts);
+
+/*
+ * bfo_writer_write - write entries[0..n) as one batch and set every
+ * entry's status (0 or -errno: -EEXIST target exists, -EINVAL bad path
+ * ('..', absolute, empty, the journal's name), -ELOOP a symlink in the
+ * destination path, -ENOSPC, -EDQUOT, -ECANCELED after a failure with
+ * BFO_WRITE_STOP_ON_ERROR...).  A failed file is never left torn: it is
+ * removed.  The entries and their data are only read during the call.
+ *
+ * Returns the number of entries that failed (0: all written), or -errno
+ * when the batch could not run at all (the manifest could not be made
+ * durable: every status is then that error and nothing was written).
+ */
+int bfo_writer_write(struct bfo_writer *w, struct bfo_wentry *entries, unsigned n);
+
+/*
+ * bfo_writer_stats - copy the writer's statistics.  Returns 0.
+ */
+int bfo_writer_stats(struct bfo_writer *w, struct bfo_write_stats *stats);
+
+/*
+ * bfo_writer_close - apply the metadata of directories written (times
+ * last, deepest first, as cp -a and tar do), drop pieces of files that
+ * never got their last piece, make that durable (unless DURABILITY_NONE),
+ * remove the journal directory and free the writer.  Returns 0 or the
+ * first -errno met; the writer is freed either way.  NULL is ignored.
+ */
+int bfo_writer_close(struct bfo_writer *w);
+
+/* What recovery did. */
+struct bfo_recover_stats {
+	uint64_t batches;       /* unfinished batches found */
+	uint64_t complete;      /* files found complete (metadata finished) */
+	uint64_t finished;      /* files completed from a stem */
+	uint64_t removed;       /* torn files and leftovers removed */
+	uint64_t reserved[4];
+};
+
+/*
+ * bfo_journal_recover - finish or remove every file of the unfinished
+ * batches recorded in ROOT/.bfo-journal, then remove their manifests.
+ * Touches nothing the batches did not write.  Returns the number of
+ * batches recovered (0: none), or -errno; stats may be NULL.
+ */
+int bfo_journal_recover(const char *root, struct bfo_recover_stats *stats);
+
+/*
+ * bfo_wengine_name - "auto", "stem" or "batched"; "?" otherwise.
+ */
+const char *bfo_wengine_name(int engine);
 
 #ifdef __cplusplus
 }

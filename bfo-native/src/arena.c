@@ -87,6 +87,7 @@ void arena_put(struct arena *a, struct chunk *c)
 		return;
 	c->freed = true;
 	a->in_use -= c->len;
+	/* Space comes back from the oldest end (the ring's tail)... */
 	while (a->first && a->first->freed) {
 		struct chunk *f = a->first;
 
@@ -94,6 +95,21 @@ void arena_put(struct arena *a, struct chunk *c)
 		if (!a->first)
 			a->last = NULL;
 		free(f);
+	}
+	/* ...and from the newest end (its head): a freed newest chunk must
+	 * not stay unusable behind an older chunk that is still held. */
+	while (a->last && a->last->freed) {
+		struct chunk *prev = NULL, *l = a->last;
+
+		for (struct chunk *x = a->first; x != l; x = x->next)
+			prev = x;
+		if (prev)
+			prev->next = NULL;
+		else
+			a->first = NULL;
+		a->last = prev;
+		a->head = prev ? prev->off + prev->len : 0;
+		free(l);
 	}
 	if (!a->first)
 		a->head = 0;

@@ -48,6 +48,9 @@
 #define MAX_QUEUE_DEPTH    4096u
 #define MAX_WINDOW_FILES   (1u << 20)
 
+_Static_assert(sizeof(struct bfo_file) == 160, "struct bfo_file is a fixed 160-byte layout");
+_Static_assert(sizeof(struct bfo_wentry) == 128, "struct bfo_wentry is a fixed 128-byte layout");
+
 BFO_API int bfo_version(void)
 {
 	return BFO_VERSION_NUMBER;
@@ -89,8 +92,6 @@ BFO_API const char *bfo_strerror(int status)
 	switch (status) {
 	case 0: return "Success";
 	case -ESTALE: return "file changed while it was being read";
-	case -EINVAL: return "not a regular file";
-	case -ELOOP: return "is a symbolic link (not followed)";
 	}
 	/* strerrordesc_np: glibc's thread-safe table, no errno writes. */
 	const char *s = strerrordesc_np(-status);
@@ -153,12 +154,14 @@ static int opts_resolve(struct bfo_opts *out, const struct bfo_opts *in)
 		return -EINVAL;
 	if (d.arena_bytes < (1ull << 20))
 		return -EINVAL;
-	/* Bounds that keep every group and piece able to fit in the arena
-	 * while another one is held by the caller: no deadlock by design. */
-	if (d.window_bytes > d.arena_bytes / 2)
-		d.window_bytes = d.arena_bytes / 2;
-	if (d.large_file > d.arena_bytes / 4)
-		d.large_file = d.arena_bytes / 4;
+	/* Bounds that keep memory flowing: two groups the dispatcher holds
+	 * (at most a quarter each) leave half the arena, in at most two
+	 * stretches, so a piece (at most an eighth) always fits once the
+	 * caller has released what it holds. */
+	if (d.window_bytes > d.arena_bytes / 4)
+		d.window_bytes = d.arena_bytes / 4;
+	if (d.large_file > d.arena_bytes / 8)
+		d.large_file = d.arena_bytes / 8;
 	if (d.large_file < 4096)
 		return -EINVAL;
 	*out = d;
@@ -466,6 +469,11 @@ void ctx_push_result_locked(struct bfo_ctx *ctx, struct window *w, uint32_t ei,
 	f->mtime_nsec = e->mtime_nsec;
 	f->ctime_sec = e->ctime_sec;
 	f->ctime_nsec = e->ctime_nsec;
+	f->atime_sec = e->atime_sec;
+	f->atime_nsec = e->atime_nsec;
+	f->uid = e->uid;
+	f->gid = e->gid;
+	f->nlink = e->nlink;
 	f->ino = e->ino;
 	f->dev = e->dev;
 	f->mode = e->mode;

@@ -362,6 +362,11 @@ static void take_meta(struct entry *e, const struct entry *now)
 	e->mtime_nsec = now->mtime_nsec;
 	e->ctime_sec = now->ctime_sec;
 	e->ctime_nsec = now->ctime_nsec;
+	e->atime_sec = now->atime_sec;
+	e->atime_nsec = now->atime_nsec;
+	e->uid = now->uid;
+	e->gid = now->gid;
+	e->nlink = now->nlink;
 }
 
 /* The bytes of a raw or uring file are in; deliver them only if the file
@@ -663,7 +668,11 @@ static struct chunk *reserve(struct disp *d, uint64_t len)
 	return c;
 }
 
-/* Re-reads and large-file pieces, each in its own chunk. */
+/*
+ * Re-reads and large-file pieces.  A re-read that still fits the buffer its
+ * group holds for it uses that buffer; anything else gets a chunk of its
+ * own.  Returns false when it waits for arena space.
+ */
 static bool submit_slow(struct disp *d)
 {
 	const struct bfo_opts *o = &d->ctx->o;
@@ -674,20 +683,26 @@ static bool submit_slow(struct disp *d)
 		bool piece = e->route == R_PIECES;
 		uint64_t off = piece ? e->piece_off : 0;
 		uint64_t len = piece ? MIN(o->large_file, e->size - off) : e->size + 1;
-		struct chunk *c = reserve(d, len);
+		bool in_place = !piece && e->in_group && group_chunk(it.w, e) && len <= e->cap;
+		struct chunk *c = NULL;
 		struct fjob *j;
 
-		if (!c)
-			return false;
+		if (!in_place) {
+			c = reserve(d, len);
+			if (!c)
+				return false;
+		}
 		d->sq_head = (d->sq_head + 1) % d->sq_cap;
 		d->sq_count--;
 		j = job_new(d, it.w, piece ? FJ_PIECE : FJ_WHOLE);
 		if (!j) {
-			arena_put_locked_wrap(d->ctx, c);
+			if (c)
+				arena_put_locked_wrap(d->ctx, c);
 			finish_fail(d, it.w, it.ei, -ENOMEM);
 			continue;
 		}
-		job_add(j, it.ei, chunk_ptr(d->ctx, c), off, len, c);
+		job_add(j, it.ei, c ? chunk_ptr(d->ctx, c) : chunk_ptr(d->ctx, group_chunk(it.w, e)) + e->buf_off,
+			off, len, c);
 		job_submit(d, j);
 	}
 	return true;
@@ -713,13 +728,18 @@ static void group_prepare(struct disp *d, struct window *w, struct group *g)
 	}
 }
 
-/* Returns false when it must wait: queue full, pool busy or arena short. */
-static bool submit_group(struct disp *d, struct window *w, struct group *g)
+/* Returns false when it must wait: queue full, pool busy, or (when it had
+ * to reserve and may not, or could not) arena space. */
+static bool submit_group(struct disp *d, struct window *w, struct group *g, bool *may_alloc)
 {
 	if (!g->reserved) {
-		g->chunk = reserve(d, g->bytes);
-		if (!g->chunk)
+		if (!*may_alloc)
 			return false;
+		g->chunk = reserve(d, g->bytes);
+		if (!g->chunk) {
+			*may_alloc = false;
+			return false;
+		}
 		g->reserved = true;
 		group_prepare(d, w, g);
 	}
@@ -773,20 +793,52 @@ static void submit_window_early(struct disp *d, struct window *w)
 		slowq_push(d, w, w->large[w->next_large++]);
 }
 
+/*
+ * Memory is granted in plan order (queued re-reads and pieces first, then
+ * groups), but work that needs none always goes on: a group that already
+ * holds its chunk is submitted even while an allocation waits, since its
+ * completions are what frees memory.
+ */
 static void submit_work(struct disp *d)
 {
-	if (!submit_slow(d))
-		return;
+	bool may_alloc = submit_slow(d);
+
 	for (struct window *w = d->ctx->active; w; w = w->next) {
 		submit_window_early(d, w);
 		while (w->cur_group < w->ngroups) {
-			if (!submit_group(d, w, &w->groups[w->cur_group]))
+			if (!submit_group(d, w, &w->groups[w->cur_group], &may_alloc))
 				return;
 			w->cur_group++;
 		}
-		if (!submit_slow(d))
-			return;
+		if (may_alloc)
+			may_alloc = submit_slow(d);
 	}
+}
+
+/*
+ * Last resort against a stall: the dispatcher waits for memory, nothing is
+ * in flight and the caller holds nothing, so only the dispatcher's own
+ * groups hold the arena, each waiting for a file queued behind the
+ * allocation.  That file changed size since it was planned (the only way a
+ * group's file needs memory of its own): it fails with -ESTALE.
+ */
+static void break_stall(struct disp *d)
+{
+	struct bfo_ctx *ctx = d->ctx;
+	bool stalled;
+
+	pthread_mutex_lock(&ctx->lock);
+	stalled = ctx->disp_blocked && ctx->tickets_out == 0 && ctx->res_count == 0;
+	pthread_mutex_unlock(&ctx->lock);
+	if (!stalled || !d->sq_count || d->pool_busy || (d->u && d->u->ops_busy))
+		return;
+	struct slow_item it = d->slowq[d->sq_head];
+
+	if (!it.w->e[it.ei].retries)
+		return;
+	d->sq_head = (d->sq_head + 1) % d->sq_cap;
+	d->sq_count--;
+	finish_fail(d, it.w, it.ei, -ESTALE);
 }
 
 /* ---------------------------------------------------------- windows */
@@ -956,8 +1008,10 @@ void *dispatcher_main(void *arg)
 		}
 
 		take_jobs(&d, jobs);
-		if (!stopping)
+		if (!stopping) {
 			submit_work(&d);
+			break_stall(&d);
+		}
 		retire_finished(&d, stopping);
 		release_slots(&d);
 

@@ -125,9 +125,9 @@ enum route {
 struct entry {
 	char *path;
 	uint64_t ino, dev, size;
-	int64_t mtime_sec, ctime_sec;
-	uint32_t mtime_nsec, ctime_nsec;
-	uint32_t mode;
+	int64_t mtime_sec, ctime_sec, atime_sec;
+	uint32_t mtime_nsec, ctime_nsec, atime_nsec;
+	uint32_t mode, uid, gid, nlink;
 	int32_t status;
 	uint8_t route;
 	uint8_t engine;            /* enum bfo_engine that delivers it */
@@ -142,6 +142,7 @@ struct entry {
 	uint64_t first_phys;       /* physical offset of the first extent */
 	uint64_t sort_key;         /* first_phys in physical order, else ino */
 	uint64_t buf_off;          /* offset of its buffer in the group chunk */
+	uint64_t cap;              /* bytes of that buffer */
 	uint64_t piece_off;        /* R_PIECES: next offset to read */
 	struct devinfo *di;
 };

@@ -47,6 +47,11 @@ void entry_meta_from_stat(struct entry *e, const struct stat *st)
 	e->mtime_nsec = (uint32_t)st->st_mtim.tv_nsec;
 	e->ctime_sec = st->st_ctim.tv_sec;
 	e->ctime_nsec = (uint32_t)st->st_ctim.tv_nsec;
+	e->atime_sec = st->st_atim.tv_sec;
+	e->atime_nsec = (uint32_t)st->st_atim.tv_nsec;
+	e->uid = st->st_uid;
+	e->gid = st->st_gid;
+	e->nlink = (uint32_t)st->st_nlink;
 }
 
 int stat_path(const char *path, bool nofollow, struct entry *e)
@@ -54,8 +59,8 @@ int stat_path(const char *path, bool nofollow, struct entry *e)
 	struct statx sx;
 
 	if (statx(AT_FDCWD, path, AT_STATX_SYNC_AS_STAT | (nofollow ? AT_SYMLINK_NOFOLLOW : 0),
-		  STATX_TYPE | STATX_MODE | STATX_INO | STATX_SIZE | STATX_MTIME | STATX_CTIME,
-		  &sx) < 0)
+		  STATX_TYPE | STATX_MODE | STATX_INO | STATX_SIZE | STATX_MTIME | STATX_CTIME |
+		  STATX_ATIME | STATX_UID | STATX_GID | STATX_NLINK, &sx) < 0)
 		return -errno;
 	e->ino = sx.stx_ino;
 	e->dev = (uint64_t)sx.stx_dev_major << 32 | sx.stx_dev_minor;
@@ -65,6 +70,11 @@ int stat_path(const char *path, bool nofollow, struct entry *e)
 	e->mtime_nsec = sx.stx_mtime.tv_nsec;
 	e->ctime_sec = sx.stx_ctime.tv_sec;
 	e->ctime_nsec = sx.stx_ctime.tv_nsec;
+	e->atime_sec = sx.stx_atime.tv_sec;
+	e->atime_nsec = sx.stx_atime.tv_nsec;
+	e->uid = sx.stx_uid;
+	e->gid = sx.stx_gid;
+	e->nlink = sx.stx_nlink;
 	return 0;
 }
 
@@ -498,6 +508,7 @@ static int plan_build(struct bfo_ctx *ctx, struct window *w)
 		e->group = (uint32_t)(g - w->groups);
 		e->in_group = true;
 		e->buf_off = g->bytes;
+		e->cap = entry_need(e);
 		g->bytes += entry_need(e);
 		g->count++;
 	}

@@ -6,7 +6,7 @@
  * context, release of bad cookies, cancel (from the caller's thread with
  * entries held, and from another thread while the caller waits),
  * metadata-only and plan-only batches, packed submission, strings,
- * describe, errno left alone, and the 128-byte layout of struct bfo_file.
+ * describe, errno left alone, and the 160-byte layout of struct bfo_file.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +24,7 @@
 #include "t_helpers.h"
 
 /* The fixed layout bindings read from a direct buffer. */
-_Static_assert(sizeof(struct bfo_file) == 128, "struct bfo_file is 128 bytes");
+_Static_assert(sizeof(struct bfo_file) == 160, "struct bfo_file is 160 bytes");
 _Static_assert(offsetof(struct bfo_file, index) == 0, "index");
 _Static_assert(offsetof(struct bfo_file, path) == 8, "path");
 _Static_assert(offsetof(struct bfo_file, data) == 16, "data");
@@ -33,15 +33,20 @@ _Static_assert(offsetof(struct bfo_file, length) == 32, "length");
 _Static_assert(offsetof(struct bfo_file, size) == 40, "size");
 _Static_assert(offsetof(struct bfo_file, mtime_sec) == 48, "mtime_sec");
 _Static_assert(offsetof(struct bfo_file, ctime_sec) == 56, "ctime_sec");
-_Static_assert(offsetof(struct bfo_file, ino) == 64, "ino");
-_Static_assert(offsetof(struct bfo_file, dev) == 72, "dev");
-_Static_assert(offsetof(struct bfo_file, cookie) == 80, "cookie");
-_Static_assert(offsetof(struct bfo_file, mtime_nsec) == 88, "mtime_nsec");
-_Static_assert(offsetof(struct bfo_file, ctime_nsec) == 92, "ctime_nsec");
-_Static_assert(offsetof(struct bfo_file, mode) == 96, "mode");
-_Static_assert(offsetof(struct bfo_file, status) == 100, "status");
-_Static_assert(offsetof(struct bfo_file, engine) == 104, "engine");
-_Static_assert(offsetof(struct bfo_file, flags) == 106, "flags");
+_Static_assert(offsetof(struct bfo_file, atime_sec) == 64, "atime_sec");
+_Static_assert(offsetof(struct bfo_file, ino) == 72, "ino");
+_Static_assert(offsetof(struct bfo_file, dev) == 80, "dev");
+_Static_assert(offsetof(struct bfo_file, cookie) == 88, "cookie");
+_Static_assert(offsetof(struct bfo_file, mtime_nsec) == 96, "mtime_nsec");
+_Static_assert(offsetof(struct bfo_file, ctime_nsec) == 100, "ctime_nsec");
+_Static_assert(offsetof(struct bfo_file, atime_nsec) == 104, "atime_nsec");
+_Static_assert(offsetof(struct bfo_file, mode) == 108, "mode");
+_Static_assert(offsetof(struct bfo_file, uid) == 112, "uid");
+_Static_assert(offsetof(struct bfo_file, gid) == 116, "gid");
+_Static_assert(offsetof(struct bfo_file, nlink) == 120, "nlink");
+_Static_assert(offsetof(struct bfo_file, status) == 124, "status");
+_Static_assert(offsetof(struct bfo_file, engine) == 128, "engine");
+_Static_assert(offsetof(struct bfo_file, flags) == 130, "flags");
 
 static const char *dir;
 
@@ -520,7 +525,8 @@ static void check_cancel(int engine)
 static void check_enobufs(int engine)
 {
 	enum { N = 20 };
-	char **p = make_files("nob", N, 200 << 10, 200 << 10);
+	/* below large_file (an eighth of the 1 MiB arena): whole entries */
+	char **p = make_files("nob", N, 100 << 10, 100 << 10);
 	struct bfo_opts o;
 	struct bfo_ctx *ctx;
 	struct bfo_file held[N];

@@ -362,11 +362,10 @@ int main(void)
 			sub(mnt, BFO_ENGINE_AUTO, "loop ext4");
 			sub(mnt, BFO_ENGINE_URING, "loop ext4");
 			sub(mnt, BFO_ENGINE_PORTABLE, "loop ext4");
-			/* (uring is left out here: it hangs on a failed open,
-			 * which the runs above already show) */
-			static const int se[2] = { BFO_ENGINE_RAW, BFO_ENGINE_PORTABLE };
+			static const int se[3] = { BFO_ENGINE_RAW, BFO_ENGINE_URING,
+						   BFO_ENGINE_PORTABLE };
 
-			for (int i = 0; i < 2; i++) {
+			for (int i = 0; i < 3; i++) {
 				struct conf c = { mnt, se[i], "loop ext4" };
 				char name[96];
 

@@ -667,6 +667,12 @@ static int run_capture(char *out, size_t outlen, const char *fmt, ...)
 const char *t_loop_fs(const char *fstype, unsigned size_mb, const char *mkfs_extra,
 		      const char *mount_opts, char *why, size_t why_len)
 {
+	return t_loop_fs_ex(fstype, size_mb, mkfs_extra, mount_opts, NULL, why, why_len);
+}
+
+const char *t_loop_fs_ex(const char *fstype, unsigned size_mb, const char *mkfs_extra,
+			 const char *mount_opts, const char *losetup_extra, char *why, size_t why_len)
+{
 	char img[PATH_MAX], dev[256], out[2048], mkfs[64];
 	int fd;
 
@@ -696,8 +702,8 @@ const char *t_loop_fs(const char *fstype, unsigned size_mb, const char *mkfs_ext
 		return NULL;
 	}
 	close(fd);
-	if (run_capture(dev, sizeof(dev), "PATH=$PATH:/usr/sbin:/sbin losetup --find --show '%s' 2>&1",
-			img) != 0 || strncmp(dev, "/dev/", 5) != 0) {
+	if (run_capture(dev, sizeof(dev), "PATH=$PATH:/usr/sbin:/sbin losetup %s --find --show '%s' 2>&1",
+			losetup_extra ? losetup_extra : "", img) != 0 || strncmp(dev, "/dev/", 5) != 0) {
 		snprintf(why, why_len, "losetup refused: %s", dev);
 		return NULL;
 	}
@@ -733,7 +739,8 @@ const char *t_loop_fs(const char *fstype, unsigned size_mb, const char *mkfs_ext
 	}
 	if (chmod(mnt, 0755) < 0)
 		t_fail("chmod %s: %s", mnt, strerror(errno));
-	t_log("%s image %s on %s mounted at %s%s%s", fstype, img, dev, mnt,
+	t_log("%s image %s on %s%s%s mounted at %s%s%s", fstype, img, dev,
+	      losetup_extra ? " " : "", losetup_extra ? losetup_extra : "", mnt,
 	      mount_opts ? " -o " : "", mount_opts ? mount_opts : "");
 	return mnt;
 }

@@ -115,11 +115,13 @@ int t_hash_file(const char *path, uint64_t *hash, uint64_t *len);
  * A sparse image of size_mb under /var/tmp, attached with losetup, made with
  * mkfs.<fstype> (extra arguments appended) and mounted with mount_opts on a
  * fresh directory; all of it undone at exit.  Returns the mount point, or
- * NULL with the reason in why (caller skips).  dev_out (optional) receives
- * the loop device path.
+ * NULL with the reason in why (caller skips).
  */
 const char *t_loop_fs(const char *fstype, unsigned size_mb, const char *mkfs_extra,
 		      const char *mount_opts, char *why, size_t why_len);
+/* The same with extra losetup arguments (e.g. "--sector-size 4096"). */
+const char *t_loop_fs_ex(const char *fstype, unsigned size_mb, const char *mkfs_extra,
+			 const char *mount_opts, const char *losetup_extra, char *why, size_t why_len);
 /* The same, but a failure is a skip (exit 77) with the reason. */
 const char *t_loop_fs_or_skip(const char *fstype, unsigned size_mb, const char *mkfs_extra,
 			      const char *mount_opts);

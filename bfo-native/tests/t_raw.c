@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,6 +39,7 @@
 struct tree {
 	char *paths[MAXP];
 	size_t n;
+	size_t nmixed;                  /* paths[0..nmixed): the mixed set */
 	size_t dirty_first, dirty_n;    /* rewritten after the last sync */
 };
 
@@ -56,7 +59,8 @@ static char *add(struct tree *t, const char *dir, const char *name)
 	return t->paths[t->n++];
 }
 
-static void make_tree(struct tree *t, const char *mnt, bool with_special)
+static void make_tree(struct tree *t, const char *mnt, bool with_special, size_t nmixed,
+		      bool xfs)
 {
 	uint64_t seed = 5;
 	char name[64];
@@ -68,7 +72,8 @@ static void make_tree(struct tree *t, const char *mnt, bool with_special)
 			t_fail("mkdir %s: %s", name, strerror(errno));
 	}
 	/* mixed sizes, created in shuffled directory order */
-	for (int i = 0; i < NFILES; i++) {
+	t->nmixed = nmixed;
+	for (int i = 0; i < (int)nmixed; i++) {
 		uint64_t k = t_rand(&seed) % 100, size;
 
 		if (k < 88)
@@ -153,11 +158,62 @@ static void make_tree(struct tree *t, const char *mnt, bool with_special)
 		close(fd);
 		p = add(t, mnt, "empty");
 		t_write_bytes(p, "", 0);
+
+		/* many extents: above the per-file limit of the plan, and
+		 * below it but more than one FIEMAP call returns */
+		static const int nblocks[2] = { 300, 100 };
+
+		for (int m = 0; m < 2; m++) {
+			snprintf(name, sizeof(name), "extents-%d", nblocks[m]);
+			p = add(t, mnt, name);
+			fd = open(p, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0644);
+			for (int b = 0; fd >= 0 && b < nblocks[m]; b++) {
+				t_fill_random(chunk, 100, (uint64_t)(b + 1000 * m));
+				if (pwrite(fd, chunk, 100, (off_t)b * 8192) != 100)
+					t_fail("pwrite: %s", strerror(errno));
+			}
+			if (fd < 0 || fsync(fd) < 0)
+				t_fail("%s: %s", p, strerror(errno));
+			close(fd);
+			long e = t_extents(p);
+
+			T_ASSERT(e >= nblocks[m], "%s: %ld extents, wanted %d", p, e, nblocks[m]);
+		}
+
+		/* XFS: files sharing their blocks with others (reflink) */
+		if (xfs) {
+			int cloned = 0;
+
+			for (int i = 0; i < 6; i++) {
+				snprintf(name, sizeof(name), "clone%d", i);
+				char *dst = add(t, mnt, name);
+				int sfd = open(t->paths[(size_t)i * 97 % nmixed], O_RDONLY | O_CLOEXEC);
+				int dfd = open(dst, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0644);
+
+				if (sfd < 0 || dfd < 0)
+					t_fail("open: %s", strerror(errno));
+				if (ioctl(dfd, FICLONE, sfd) == 0) {
+					cloned++;
+				} else {
+					/* no reflink: a plain copy keeps the set the same */
+					uint8_t *b;
+					uint64_t len;
+
+					T_ASSERT(t_read_plain(t->paths[(size_t)i * 97 % nmixed], &b, &len) == 0, "read");
+					if (len && write(dfd, b, len) != (ssize_t)len)
+						t_fail("write: %s", strerror(errno));
+					free(b);
+				}
+				close(sfd);
+				close(dfd);
+			}
+			t_log("%d files share their extents with another (FICLONE)", cloned);
+		}
 	}
 	/* the same paths again in the batch: each index gets the full bytes */
 	for (int i = 0; i < 20; i++) {
 		T_ASSERT(t->n < MAXP, "too many files");
-		t->paths[t->n++] = strdup(t->paths[(size_t)i * 37 % NFILES]);
+		t->paths[t->n++] = strdup(t->paths[(size_t)i * 37 % nmixed]);
 	}
 	t_log("%zu files, %zu MB in the mixed set", t->n, big >> 20);
 }
@@ -170,7 +226,7 @@ static void make_dirty(struct tree *t, const char *mnt, int round)
 	char name[64];
 
 	t->dirty_first = t->n;
-	for (size_t i = (size_t)round; i < NFILES; i += NFILES / 20) {
+	for (size_t i = (size_t)round; i < t->nmixed; i += t->nmixed / 20) {
 		struct stat st;
 
 		if (stat(t->paths[i], &st) < 0)
@@ -232,7 +288,7 @@ static void raw_runs(void *arg)
 		t_batch(&o, t->paths, t->n, r, &st);
 		for (size_t i = 0; i < t->n; i++) {
 			t_expect_plain(r, t->paths, i, msg);
-			if (r[i].size <= o.large_file && r[i].size > 0 && i < NFILES) {
+			if (r[i].size <= o.large_file && r[i].size > 0 && i < t->nmixed) {
 				small++;
 				nraw += r[i].engine == BFO_ENGINE_RAW;
 			}
@@ -260,25 +316,77 @@ static void free_tree(struct tree *t)
 	t->n = 0;
 }
 
-static struct tree T;
+static struct tree T, T_ext4, T_xfs;
 
-static void big_fs(const char *fstype, const char *extra)
+static void big_fs(struct tree *t, const char *fstype, const char *losetup_extra, size_t nmixed)
 {
 	char why[2048];
-	const char *mnt = t_loop_fs(fstype, 640, extra, NULL, why, sizeof(why));
-	struct rawrun a = { &T, mnt, fstype };
-	char name[64];
+	const char *mnt = t_loop_fs_ex(fstype, 640, NULL, NULL, losetup_extra, why, sizeof(why));
+	char name[96];
+
+	snprintf(name, sizeof(name), "raw on %s%s%s", fstype, losetup_extra ? ", " : "",
+		 losetup_extra ? losetup_extra : "");
+
+	struct rawrun a = { t, mnt, name };
 
 	if (!mnt) {
-		t_log("%s not checked: %s", fstype, why);
-		if (!strcmp(fstype, "ext4"))
+		t_log("%s not checked: %s", name, why);
+		if (!strcmp(fstype, "ext4") && !losetup_extra)
 			t_skip("%s", why);
 		return;
 	}
-	make_tree(&T, mnt, true);
-	snprintf(name, sizeof(name), "raw on %s", fstype);
+	make_tree(t, mnt, true, nmixed, !strcmp(fstype, "xfs"));
 	t_subtest(name, 240, raw_runs, &a);
-	free_tree(&T);
+}
+
+/* One batch over several file systems: ext4, XFS and the temporary
+ * directory's, interleaved. */
+static void mixed_devices(void *arg)
+{
+	const char *tmp = arg;
+	char *paths[600];
+	size_t n = 0;
+
+	for (size_t i = 0; i < T_ext4.nmixed && n < 560; i += 10) {
+		paths[n++] = T_ext4.paths[i];
+		if (T_xfs.n)
+			paths[n++] = T_xfs.paths[i % T_xfs.nmixed];
+		if (i % 50 == 0) {
+			paths[n] = t_pathf("%s/tmp%zu", tmp, i);
+			t_write_random(paths[n++], 1000 + i, i);
+		}
+	}
+	for (int ei = 0; ei < 2; ei++) {
+		struct bfo_opts o;
+		struct bfo_stats st;
+		struct t_result *r = t_results_new(n);
+		const char *msg = ei ? "mixed devices, engine auto" : "mixed devices, engine raw";
+		uint64_t raw_devs[4] = { 0 };
+		int nraw_devs = 0;
+
+		bfo_opts_init(&o);
+		o.engine = ei ? BFO_ENGINE_AUTO : BFO_ENGINE_RAW;
+		if (!t_drop_caches())
+			t_fail("drop_caches refused");
+		t_batch(&o, paths, n, r, &st);
+		for (size_t i = 0; i < n; i++) {
+			t_expect_plain(r, paths, i, msg);
+			if (r[i].engine == BFO_ENGINE_RAW) {
+				bool seen = false;
+
+				for (int d = 0; d < nraw_devs; d++)
+					seen |= raw_devs[d] == r[i].dev;
+				if (!seen && nraw_devs < 4)
+					raw_devs[nraw_devs++] = r[i].dev;
+			}
+		}
+		T_ASSERT(nraw_devs == (T_xfs.n ? 2 : 1), "[%s] raw reads on %d devices", msg, nraw_devs);
+		t_log("%s: ok (%zu files, raw on %d devices)", msg, n, nraw_devs);
+		t_results_free(r, n);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(paths[i], tmp, strlen(tmp)) == 0)
+			free(paths[i]);
 }
 
 static void inline_data(void *arg)
@@ -356,11 +464,17 @@ int main(void)
 	if (T_ASAN)
 		t_log("sanitizer build: %d mixed files instead of 2000", NFILES);
 
-	big_fs("ext4", NULL);
+	big_fs(&T_ext4, "ext4", NULL, NFILES);
 	if (t_have_prog("mkfs.xfs"))
-		big_fs("xfs", NULL);
+		big_fs(&T_xfs, "xfs", NULL, NFILES);
 	else
 		t_log("XFS not checked: mkfs.xfs not installed");
+	/* a device with 4096-byte logical blocks: O_DIRECT alignment */
+	big_fs(&T, "ext4", "--sector-size 4096", NFILES / 4);
+	free_tree(&T);
+	t_subtest("mixed devices", 120, mixed_devices, (void *)t_tmpdir());
+	free_tree(&T_ext4);
+	free_tree(&T_xfs);
 
 	/* inline data: tiny files live in the inode */
 	char why[2048];

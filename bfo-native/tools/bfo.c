@@ -29,6 +29,7 @@
 #include <xxhash.h>
 
 #include "bfo.h"
+#include "cli.h"
 #include "walk.h"
 
 #define EXIT_SOME_FAILED 1
@@ -44,6 +45,9 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: bfo read [OPTIONS] PATH...   read files (directories recursively, - for stdin)\n"
 		"       bfo plan [OPTIONS] PATH...   print the ORDER_LIST summary without reading data\n"
+		"       bfo cp [-a] [--durability none|batch|each] SRC... DST   copy as batches\n"
+		"       bfo write [--tar] DIR < STREAM   write a stream of files as batches\n"
+		"       bfo recover DIR                  finish or remove unfinished batches\n"
 		"       bfo version\n"
 		"\n"
 		"options:\n"
@@ -168,7 +172,8 @@ static const char *input_next(struct input *in)
 		    !(in->nofollow && lstat(a, &st) == 0 && S_ISLNK(st.st_mode))) {
 			in->walk = walk_start(a, WALK_THREADS,
 					      in->sort_buffer ? in->sort_buffer : 4096,
-					      in->sort_buffer != 0, in->nofollow);
+					      (in->sort_buffer ? WALK_SORT : 0) |
+					      (in->nofollow ? WALK_NOFOLLOW : 0));
 			if (!in->walk) {
 				fprintf(stderr, "%s: %s: cannot start the walk\n", prog, a);
 				in->walk_errors++;
@@ -520,6 +525,8 @@ bad:
 				any_failed = true;
 				if (f->status == -EINVAL)
 					fprintf(stderr, "%s: %s: not a regular file\n", prog, f->path);
+				else if (f->status == -ELOOP && (o.flags & BFO_READ_NOFOLLOW))
+					fprintf(stderr, "%s: %s: is a symbolic link (--no-follow)\n", prog, f->path);
 				else
 					fprintf(stderr, "%s: %s: %s\n", prog, f->path, bfo_strerror(f->status));
 			}
@@ -608,6 +615,12 @@ int main(int argc, char **argv)
 		return run(argc - 1, argv + 1, false);
 	if (!strcmp(argv[1], "plan"))
 		return run(argc - 1, argv + 1, true);
+	if (!strcmp(argv[1], "cp"))
+		return cmd_cp(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "write"))
+		return cmd_write(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "recover"))
+		return cmd_recover(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
 		printf("bfo %d.%d.%d (library %d)\n", BFO_VERSION_MAJOR, BFO_VERSION_MINOR,
 		       BFO_VERSION_PATCH, bfo_version());

@@ -33,7 +33,7 @@ struct walk {
 	struct walk_file *out;      /* the batch handed out last */
 	size_t nout;
 	size_t cap;
-	bool sort, nofollow, stop;
+	bool sort, nofollow, all, stop;
 	uint64_t skipped, errors;
 	pthread_t *threads;
 	unsigned nthreads;
@@ -82,8 +82,8 @@ static void push_dir_locked(struct walk *w, char *path)
 	w->dirs[w->ndirs++] = path;
 }
 
-/* Append one file; waits while the fill buffer is full. */
-static void add_file_locked(struct walk *w, ino_t ino, char *path)
+/* Append one entry; waits while the fill buffer is full. */
+static void add_file_locked(struct walk *w, ino_t ino, unsigned char type, char *path)
 {
 	while (w->nfill == w->cap && !w->stop)
 		pthread_cond_wait(&w->cond, &w->lock);
@@ -92,6 +92,7 @@ static void add_file_locked(struct walk *w, ino_t ino, char *path)
 		return;
 	}
 	w->fill[w->nfill].ino = ino;
+	w->fill[w->nfill].type = type;
 	w->fill[w->nfill++].path = path;
 	if (w->nfill == w->cap)
 		pthread_cond_broadcast(&w->cond);
@@ -126,7 +127,7 @@ static void read_dir(struct walk *w, char *dir)
 				t = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG :
 				    S_ISLNK(st.st_mode) ? DT_LNK : DT_FIFO;
 		}
-		if (t == DT_LNK) {
+		if (t == DT_LNK && !w->all) {
 			/* A link is read when it leads to a regular file. */
 			if (!w->nofollow && stat(p, &st) == 0 && S_ISREG(st.st_mode)) {
 				t = DT_REG;
@@ -135,10 +136,16 @@ static void read_dir(struct walk *w, char *dir)
 		}
 		pthread_mutex_lock(&w->lock);
 		if (t == DT_DIR) {
+			if (w->all) {
+				char *q = strdup(p);
+
+				if (q)
+					add_file_locked(w, ino, DT_DIR, q);
+			}
 			push_dir_locked(w, p);
 			pthread_cond_broadcast(&w->cond);
-		} else if (t == DT_REG) {
-			add_file_locked(w, ino, p);
+		} else if (t == DT_REG || w->all) {
+			add_file_locked(w, ino, t, p);
 		} else {
 			w->skipped++;
 			free(p);
@@ -176,8 +183,7 @@ static void *walk_main(void *arg)
 	return NULL;
 }
 
-struct walk *walk_start(const char *root, unsigned nthreads, size_t batch_cap, bool sort,
-			bool nofollow)
+struct walk *walk_start(const char *root, unsigned nthreads, size_t batch_cap, unsigned flags)
 {
 	struct walk *w = calloc(1, sizeof(*w));
 	sigset_t all, old;
@@ -187,8 +193,9 @@ struct walk *walk_start(const char *root, unsigned nthreads, size_t batch_cap, b
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->cond, NULL);
 	w->cap = batch_cap ? batch_cap : 1;
-	w->sort = sort;
-	w->nofollow = nofollow;
+	w->sort = flags & WALK_SORT;
+	w->nofollow = flags & WALK_NOFOLLOW;
+	w->all = flags & WALK_ALL;
 	w->fill = malloc(w->cap * sizeof(*w->fill));
 	w->out = malloc(w->cap * sizeof(*w->out));
 	w->threads = calloc(nthreads ? nthreads : 1, sizeof(*w->threads));

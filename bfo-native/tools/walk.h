@@ -11,21 +11,28 @@
 
 struct walk_file {
 	ino_t ino;
+	unsigned char type;     /* DT_REG, or with WALK_ALL any DT_* */
 	char *path;
 };
+
+/* walk_start flags */
+#define WALK_SORT     (1u << 0) /* batches sorted by inode */
+#define WALK_NOFOLLOW (1u << 1) /* symbolic links are skipped, not followed */
+#define WALK_ALL      (1u << 2) /* every entry, directories included, links
+				   as links (for copies): nothing is skipped */
 
 struct walk;
 
 /*
  * Start walking root with nthreads threads.  Files are collected into a
  * buffer of batch_cap entries (the walk pauses while both of its two
- * buffers are full); batches are sorted by inode before they are handed
- * out, unless sort is false.  Symbolic links are returned when they point
- * at a regular file and nofollow is false; special files, links to
- * directories and dangling links are skipped and counted.
+ * buffers are full); batches are sorted by inode with WALK_SORT.  Without
+ * WALK_ALL, symbolic links are returned (as regular files) when they point
+ * at a regular file and WALK_NOFOLLOW is not given; special files, links to
+ * directories and dangling links are skipped and counted.  With WALK_ALL
+ * every entry below root is returned with its own type.
  */
-struct walk *walk_start(const char *root, unsigned nthreads, size_t batch_cap, bool sort,
-			bool nofollow);
+struct walk *walk_start(const char *root, unsigned nthreads, size_t batch_cap, unsigned flags);
 
 /*
  * The next batch: stores its files in *files and returns their number, 0

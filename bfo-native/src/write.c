@@ -1,0 +1,1451 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * BFO_w: write a batch of files with one durability point.
+ *
+ * Per batch: validate and group the entries by directory; write the
+ * manifest and make it durable (journal.c); write the data (stem engine:
+ * one sequential stem file, then each file gets its blocks with
+ * FICLONERANGE; batched engine: worker threads each take whole directories,
+ * or io_uring open/write/close chains); set metadata; one syncfs() for the
+ * batch; remove the manifest.  A file that fails is removed, never left
+ * torn.  Files larger than the caller's memory arrive as pieces over
+ * several calls: they are written to a temporary name in their directory
+ * and renamed into place with their last piece.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/fs.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <liburing.h>
+
+#include "internal.h"
+#include "write.h"
+
+#define DEF_WTHREADS 16u
+#define DEF_WQD 64u
+/* io_uring chains: creates block in io-wq workers; more than this many at
+ * once only contend on the file system's journal (measured on ext4/XFS). */
+#define URING_WQ_WORKERS 8u
+/* Directory descriptors held at once by the io_uring path. */
+#define URING_DIRS_AT_ONCE 256u
+
+struct wdir {                       /* a DIR entry: metadata applied at close */
+	char *path;
+	uint32_t mode, uid, gid, flags;
+	int64_t atime_sec, mtime_sec;
+	uint32_t atime_nsec, mtime_nsec;
+};
+
+struct wstream {                    /* a file arriving in pieces */
+	char *path;
+	char *temp;                 /* base name of the temporary */
+	int fd;
+	int dfd;
+	uint64_t next;              /* bytes written so far */
+};
+
+struct bfo_writer {
+	int rootfd, jfd;
+	struct bfo_write_opts o;
+	uint32_t engine;            /* resolved: STEM or BATCHED */
+	uint32_t blksz;
+	bool is_root;
+	struct pool pool;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned tasks_left;
+	uint32_t id;
+	uint64_t seq;
+	struct bfo_write_stats st;
+	struct wdir *dirs;
+	size_t ndirs, capdirs;
+	struct wstream *streams;
+	size_t nstreams, capstreams;
+	uint64_t tmp_seq;
+	int first_err;
+	mode_t umask;               /* the process's, read once at open */
+};
+
+/* Per batch. */
+struct wbatch {
+	struct bfo_writer *w;
+	struct bfo_wentry *e;
+	uint32_t n;
+	uint32_t *order;            /* entry indices grouped by directory */
+	char **temps;               /* REPLACE: temporary base name per entry */
+	char **first_tmp;           /* first piece of a large file: its temporary */
+	uint64_t *stem_off;         /* STEM: offset of each entry in the stem */
+	int stem_fd;
+	atomic_bool stop;           /* STOP_ON_ERROR hit */
+};
+
+struct wtask {
+	struct pool_task task;
+	struct wbatch *b;
+	uint32_t first, count;      /* range of b->order */
+	char dir[BFO_WPATH_MAX];
+};
+
+BFO_API const char *bfo_wengine_name(int engine)
+{
+	switch (engine) {
+	case BFO_WENGINE_AUTO: return "auto";
+	case BFO_WENGINE_STEM: return "stem";
+	case BFO_WENGINE_BATCHED: return "batched";
+	}
+	return "?";
+}
+
+static const char *base_of(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+static size_t dir_len(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? (size_t)(s - path) : 0;
+}
+
+static int write_all(int fd, const void *data, uint64_t len, uint64_t off)
+{
+	const uint8_t *p = data;
+
+	while (len) {
+		ssize_t k = pwrite(fd, p, MIN(len, (uint64_t)1 << 30), (off_t)off);
+
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += k;
+		off += (uint64_t)k;
+		len -= (uint64_t)k;
+	}
+	return 0;
+}
+
+static void times_of(const struct bfo_wentry *e, struct timespec ts[2])
+{
+	ts[0].tv_sec = e->atime_sec;
+	ts[0].tv_nsec = e->atime_nsec;
+	ts[1].tv_sec = e->mtime_sec;
+	ts[1].tv_nsec = e->mtime_nsec;
+}
+
+/* Walk the packed xattr records of e; set each with fn.  A malformed
+ * buffer is -EINVAL; an attribute the file system refuses is skipped when
+ * it is not supported there (cp -a keeps xattrs where both sides can). */
+static int set_xattrs(const struct bfo_wentry *e, int fd, int dfd, const char *name)
+{
+	const uint8_t *p = e->xattrs, *end = p + e->xattrs_len;
+
+	while (p && p < end) {
+		const char *key = (const char *)p;
+		size_t kl = strnlen(key, (size_t)(end - p));
+		uint32_t vl;
+
+		if (kl == (size_t)(end - p) || end - (p + kl + 1) < (ptrdiff_t)sizeof(vl))
+			return -EINVAL;
+		memcpy(&vl, p + kl + 1, sizeof(vl));
+		const uint8_t *val = p + kl + 1 + sizeof(vl);
+
+		if (vl > (size_t)(end - val))
+			return -EINVAL;
+		int r;
+
+		if (fd >= 0) {
+			r = fsetxattr(fd, key, val, vl, 0);
+		} else {
+			/* No descriptor (symlinks, device nodes): through the
+			 * directory's descriptor; lsetxattr does not follow the
+			 * last component. */
+			char path[PATH_MAX];
+
+			snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", dfd, name);
+			r = lsetxattr(path, key, val, vl, 0);
+		}
+		if (r < 0 && errno != EOPNOTSUPP && errno != ENOTSUP && errno != EPERM)
+			return -errno;
+		p = val + vl;
+	}
+	return 0;
+}
+
+/* Owner before mode: chown clears set-id bits, which chmod then sets.
+ * mode_done: the file was created with its exact mode already. */
+static int meta_fd(int fd, const struct bfo_wentry *e, bool mode_done)
+{
+	struct timespec ts[2];
+	int ret;
+
+	if (e->xattrs_len && (ret = set_xattrs(e, fd, -1, NULL)))
+		return ret;
+	if ((e->flags & BFO_WENTRY_OWNER) && fchown(fd, e->uid, e->gid) < 0)
+		return -errno;
+	if ((!mode_done || (e->flags & BFO_WENTRY_OWNER)) && fchmod(fd, e->mode & 07777) < 0)
+		return -errno;
+	if (e->flags & BFO_WENTRY_TIMES) {
+		times_of(e, ts);
+		if (futimens(fd, ts) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+static int meta_at(int dfd, const char *name, const struct bfo_wentry *e, bool symlink)
+{
+	struct timespec ts[2];
+	int ret;
+
+	if (e->xattrs_len && (ret = set_xattrs(e, -1, dfd, name)))
+		return ret;
+
+	if ((e->flags & BFO_WENTRY_OWNER) &&
+	    fchownat(dfd, name, e->uid, e->gid, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (!symlink && fchmodat(dfd, name, e->mode & 07777, 0) < 0)
+		return -errno;
+	if (e->flags & BFO_WENTRY_TIMES) {
+		times_of(e, ts);
+		if (utimensat(dfd, name, ts, AT_SYMLINK_NOFOLLOW) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+static void tmp_name(struct bfo_writer *w, char *buf, size_t len)
+{
+	pthread_mutex_lock(&w->lock);
+	uint64_t s = ++w->tmp_seq;
+
+	pthread_mutex_unlock(&w->lock);
+	snprintf(buf, len, BFO_TMP_PREFIX "%x.%llu", w->id, (unsigned long long)s);
+}
+
+/* ------------------------------------------------------------ entries */
+
+static int write_file(struct wbatch *b, int dfd, uint32_t i)
+{
+	struct bfo_writer *w = b->w;
+	struct bfo_wentry *e = &b->e[i];
+	const char *name = b->temps && b->temps[i] ? b->temps[i] : base_of(e->path);
+	uint64_t done = 0;
+	int fd, ret = 0;
+
+	/* Created with its final mode where the umask cannot take bits away
+	 * (then no chmod: on XFS each is a logged transaction per file). */
+	bool exact = !(e->mode & 07000) && !(e->mode & w->umask);
+
+	fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		    exact ? e->mode & 0777 : 0600);
+	if (fd < 0)
+		return -errno;
+	/* Stem: whole blocks are shared from the durable stem, the tail is
+	 * written (cloning a partial block would copy it on truncate). */
+	if (b->stem_off && b->stem_off[i] != UINT64_MAX) {
+		uint64_t whole = ALIGN_DOWN(e->length, w->blksz);
+		struct file_clone_range cr = {
+			.src_fd = b->stem_fd,
+			.src_offset = b->stem_off[i],
+			.src_length = whole,
+			.dest_offset = 0,
+		};
+
+		if (whole && ioctl(fd, FICLONERANGE, &cr) == 0) {
+			done = whole;
+			stat_add(&w->st.clones, 1);
+		}
+	}
+	ret = write_all(fd, (const uint8_t *)e->data + done, e->length - done, done);
+	if (!ret && w->o.durability == BFO_DURABILITY_EACH && fsync(fd) < 0)
+		ret = -errno;
+	if (!ret)
+		ret = meta_fd(fd, e, exact);
+	if (close(fd) < 0 && !ret)
+		ret = -errno;
+	if (ret)
+		unlinkat(dfd, name, 0);  /* never torn */
+	else
+		stat_add(&w->st.bytes, e->length);
+	return ret;
+}
+
+static int write_node(struct wbatch *b, int dfd, uint32_t i)
+{
+	struct bfo_writer *w = b->w;
+	struct bfo_wentry *e = &b->e[i];
+	const char *name = base_of(e->path);
+	mode_t type = e->type == BFO_WTYPE_FIFO ? S_IFIFO : e->type == BFO_WTYPE_CHR ? S_IFCHR : S_IFBLK;
+	dev_t dev = makedev((unsigned)(e->rdev >> 32), (unsigned)e->rdev);
+	int ret;
+
+	(void)w;
+	if (mknodat(dfd, name, type | 0600, type == S_IFIFO ? 0 : dev) < 0)
+		return -errno;
+	ret = meta_at(dfd, name, e, false);
+	if (ret)
+		unlinkat(dfd, name, 0);
+	return ret;
+}
+
+static int write_symlink(struct wbatch *b, int dfd, uint32_t i)
+{
+	struct bfo_wentry *e = &b->e[i];
+	const char *name = base_of(e->path);
+	int ret;
+
+	if (symlinkat(e->data, dfd, name) < 0)
+		return -errno;
+	ret = meta_at(dfd, name, e, true);
+	if (ret)
+		unlinkat(dfd, name, 0);
+	return ret;
+}
+
+static int write_dir(struct wbatch *b, int dfd, uint32_t i)
+{
+	struct bfo_writer *w = b->w;
+	struct bfo_wentry *e = &b->e[i];
+	struct stat st;
+	struct wdir d;
+
+	/* Kept writable by its owner until close, when its own metadata is
+	 * applied after everything inside it is written. */
+	if (mkdirat(dfd, base_of(e->path), 0700) < 0) {
+		if (errno != EEXIST)
+			return -errno;
+		if (fstatat(dfd, base_of(e->path), &st, AT_SYMLINK_NOFOLLOW) < 0)
+			return -errno;
+		if (!S_ISDIR(st.st_mode))
+			return -EEXIST;
+	}
+	d = (struct wdir){ .path = strdup(e->path), .mode = e->mode, .uid = e->uid, .gid = e->gid,
+			   .flags = e->flags, .atime_sec = e->atime_sec, .mtime_sec = e->mtime_sec,
+			   .atime_nsec = e->atime_nsec, .mtime_nsec = e->mtime_nsec };
+	if (!d.path)
+		return -ENOMEM;
+	pthread_mutex_lock(&w->lock);
+	if (w->ndirs == w->capdirs) {
+		size_t c = w->capdirs ? w->capdirs * 2 : 64;
+		struct wdir *t = realloc(w->dirs, c * sizeof(*t));
+
+		if (!t) {
+			pthread_mutex_unlock(&w->lock);
+			free(d.path);
+			return -ENOMEM;
+		}
+		w->dirs = t;
+		w->capdirs = c;
+	}
+	w->dirs[w->ndirs++] = d;
+	pthread_mutex_unlock(&w->lock);
+	return 0;
+}
+
+static void set_status(struct wbatch *b, uint32_t i, int status)
+{
+	b->e[i].status = status;
+	if (status && (b->w->o.flags & BFO_WRITE_STOP_ON_ERROR))
+		atomic_store(&b->stop, true);
+}
+
+static void group_task(struct pool_task *pt)
+{
+	struct wtask *t = (struct wtask *)pt;
+	struct wbatch *b = t->b;
+	struct bfo_writer *w = b->w;
+	int dfd = wpath_open_dir(w->rootfd, t->dir, true);
+
+	for (uint32_t k = t->first; k < t->first + t->count; k++) {
+		uint32_t i = b->order[k];
+		struct bfo_wentry *e = &b->e[i];
+		int ret;
+
+		if (e->status)
+			continue;
+		if (atomic_load(&b->stop)) {
+			e->status = -ECANCELED;
+			continue;
+		}
+		if (dfd < 0) {
+			set_status(b, i, dfd);
+			continue;
+		}
+		switch (e->type) {
+		case BFO_WTYPE_FILE: ret = write_file(b, dfd, i); break;
+		case BFO_WTYPE_DIR: ret = write_dir(b, dfd, i); break;
+		case BFO_WTYPE_SYMLINK: ret = write_symlink(b, dfd, i); break;
+		case BFO_WTYPE_HARDLINK: ret = 0; break;   /* after all groups */
+		default: ret = write_node(b, dfd, i); break;
+		}
+		set_status(b, i, ret);
+	}
+	if (dfd >= 0)
+		close(dfd);
+	pthread_mutex_lock(&w->lock);
+	if (--w->tasks_left == 0)
+		pthread_cond_broadcast(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* ------------------------------------------------------------ io_uring */
+
+/*
+ * The io_uring variant of the batched engine: per file an openat (create,
+ * exclusive, into a direct descriptor), a linked write and a close (and an
+ * fsync before it for DURABILITY_EACH); metadata afterwards on the pool.
+ * Only whole regular files take this path; everything else goes to the
+ * pool as usual.
+ */
+struct uchain {
+	uint32_t i;
+	int dfd;
+	int err;
+	int64_t written;            /* the write's result; short: finished by hand */
+};
+
+/* A chain's close completed: finish the file or remove what it left. */
+static void uchain_done(struct wbatch *b, struct uchain *c)
+{
+	struct bfo_wentry *e = &b->e[c->i];
+	const char *name = b->temps && b->temps[c->i] ? b->temps[c->i] : base_of(e->path);
+
+	if (!c->err && c->written >= 0 && (uint64_t)c->written < e->length) {
+		/* A short write: finish it here to learn the real error
+		 * (ENOSPC, EDQUOT) or to complete the file. */
+		int fd = openat(c->dfd, name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+
+		c->err = fd < 0 ? -errno : write_all(fd, (const uint8_t *)e->data + c->written,
+						       e->length - (uint64_t)c->written,
+						       (uint64_t)c->written);
+		if (fd >= 0 && close(fd) < 0 && !c->err)
+			c->err = -errno;
+	}
+	/* -EEXIST came from the open: the file there is not ours. */
+	if (c->err && c->err != -EEXIST)
+		unlinkat(c->dfd, name, 0);
+	set_status(b, c->i, c->err);
+	if (!c->err)
+		stat_add(&b->w->st.bytes, e->length);
+}
+
+static int uring_files(struct wbatch *b, uint32_t *idx, int *dfds, uint32_t n)
+{
+	struct bfo_writer *w = b->w;
+	unsigned qd = w->o.queue_depth ? w->o.queue_depth : DEF_WQD;
+	struct io_uring ring;
+	struct uchain *ch;
+	uint32_t *free_slots, nfree, sub = 0, done = 0;
+	unsigned wq[2] = { URING_WQ_WORKERS, URING_WQ_WORKERS };
+	bool each = w->o.durability == BFO_DURABILITY_EACH;
+	int ret;
+
+	ret = io_uring_queue_init(qd * 4, &ring, 0);
+	if (ret < 0)
+		return ret;
+	ret = io_uring_register_files_sparse(&ring, qd);
+	if (ret < 0) {
+		io_uring_queue_exit(&ring);
+		return ret;
+	}
+	io_uring_register_iowq_max_workers(&ring, wq);
+	ch = calloc(qd, sizeof(*ch));
+	free_slots = malloc(qd * sizeof(*free_slots));
+	if (!ch || !free_slots) {
+		free(ch);
+		free(free_slots);
+		io_uring_queue_exit(&ring);
+		return -ENOMEM;
+	}
+	for (nfree = 0; nfree < qd; nfree++)
+		free_slots[nfree] = nfree;
+	while (done < n) {
+		while (nfree && sub < n) {
+			uint32_t i = idx[sub], s = free_slots[--nfree];
+			struct bfo_wentry *e = &b->e[i];
+			const char *name = b->temps && b->temps[i] ? b->temps[i] : base_of(e->path);
+			struct io_uring_sqe *q;
+
+			if (io_uring_sq_space_left(&ring) < 4)
+				io_uring_submit(&ring);
+			ch[s] = (struct uchain){ .i = i, .dfd = dfds[sub], .written = -1 };
+			q = io_uring_get_sqe(&ring);
+			io_uring_prep_openat_direct(q, dfds[sub], name,
+						    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600, s);
+			q->flags |= IOSQE_IO_LINK;
+			q->user_data = (uint64_t)s << 8 | 1;
+			q = io_uring_get_sqe(&ring);
+			io_uring_prep_write(q, (int)s, e->data, (unsigned)e->length, 0);
+			/* Hard links after the open: the close runs even when the
+			 * write fails, so no slot is left holding a file. */
+			q->flags |= IOSQE_FIXED_FILE | IOSQE_IO_HARDLINK;
+			q->user_data = (uint64_t)s << 8 | 2;
+			if (each) {
+				q = io_uring_get_sqe(&ring);
+				io_uring_prep_fsync(q, (int)s, 0);
+				q->flags |= IOSQE_FIXED_FILE | IOSQE_IO_HARDLINK;
+				q->user_data = (uint64_t)s << 8 | 3;
+			}
+			q = io_uring_get_sqe(&ring);
+			io_uring_prep_close_direct(q, s);
+			q->user_data = (uint64_t)s << 8 | 4;
+			sub++;
+		}
+		io_uring_submit_and_wait(&ring, 1);
+		struct io_uring_cqe *cqe;
+		unsigned head, k = 0;
+
+		io_uring_for_each_cqe(&ring, head, cqe) {
+			uint32_t s = (uint32_t)(cqe->user_data >> 8);
+			unsigned op = cqe->user_data & 0xff;
+			struct uchain *c = &ch[s];
+
+			k++;
+			/* A failed open cancels the rest of its chain: the first
+			 * error is the one reported. */
+			if (op == 2 && cqe->res >= 0)
+				c->written = cqe->res;
+			else if (cqe->res < 0 && cqe->res != -ECANCELED && !c->err)
+				c->err = cqe->res;
+			if (op == 4) {
+				uchain_done(b, c);
+				free_slots[nfree++] = s;
+				done++;
+			}
+		}
+		io_uring_cq_advance(&ring, k);
+	}
+	free(ch);
+	free(free_slots);
+	io_uring_queue_exit(&ring);
+	return 0;
+}
+
+/* Metadata of files the io_uring path created, by name, on the pool. */
+struct mtask {
+	struct pool_task task;
+	struct wbatch *b;
+	uint32_t *idx;
+	int *dfds;
+	uint32_t first, count;
+};
+
+static void meta_task(struct pool_task *pt)
+{
+	struct mtask *t = (struct mtask *)pt;
+	struct wbatch *b = t->b;
+	struct bfo_writer *w = b->w;
+
+	for (uint32_t k = t->first; k < t->first + t->count; k++) {
+		uint32_t i = t->idx[k];
+		struct bfo_wentry *e = &b->e[i];
+		const char *name = b->temps && b->temps[i] ? b->temps[i] : base_of(e->path);
+		int ret;
+
+		if (e->status)
+			continue;
+		ret = meta_at(t->dfds[k], name, e, false);
+		if (ret) {
+			unlinkat(t->dfds[k], name, 0);
+			set_status(b, i, ret);
+		}
+	}
+	pthread_mutex_lock(&w->lock);
+	if (--w->tasks_left == 0)
+		pthread_cond_broadcast(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+static void run_tasks_wait(struct bfo_writer *w)
+{
+	pthread_mutex_lock(&w->lock);
+	while (w->tasks_left)
+		pthread_cond_wait(&w->cond, &w->lock);
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* Whole regular files through io_uring, a wave of directories at a time so
+ * the directory descriptors held stay bounded. */
+static void data_uring(struct wbatch *b, uint32_t gfirst, uint32_t gend, struct wtask *tasks)
+{
+	struct bfo_writer *w = b->w;
+	uint32_t *idx = malloc(b->n * sizeof(*idx));
+	int *dfds = malloc(b->n * sizeof(*dfds));
+	int *open_fds = malloc(URING_DIRS_AT_ONCE * sizeof(*open_fds));
+
+	if (!idx || !dfds || !open_fds) {
+		free(idx);
+		free(dfds);
+		free(open_fds);
+		for (uint32_t g = gfirst; g < gend; g++)
+			for (uint32_t k = tasks[g].first; k < tasks[g].first + tasks[g].count; k++)
+				set_status(b, b->order[k], -ENOMEM);
+		return;
+	}
+	for (uint32_t g = gfirst; g < gend;) {
+		uint32_t n = 0, nopen = 0, gstop = g;
+
+		for (; gstop < gend && nopen < URING_DIRS_AT_ONCE; gstop++) {
+			struct wtask *t = &tasks[gstop];
+			int dfd = wpath_open_dir(w->rootfd, t->dir, true);
+
+			if (dfd >= 0)
+				open_fds[nopen++] = dfd;
+			for (uint32_t k = t->first; k < t->first + t->count; k++) {
+				uint32_t i = b->order[k];
+
+				if (b->e[i].status || b->e[i].type != BFO_WTYPE_FILE)
+					continue;
+				if (dfd < 0) {
+					set_status(b, i, dfd);
+					continue;
+				}
+				idx[n] = i;
+				dfds[n++] = dfd;
+			}
+		}
+		int ret = uring_files(b, idx, dfds, n);
+
+		if (ret < 0) {
+			for (uint32_t k = 0; k < n; k++)
+				set_status(b, idx[k], ret);
+		} else {
+			/* Metadata by name, in parallel. */
+			uint32_t per = MAX(n / (w->pool.nthreads * 2), 64u), nt = (n + per - 1) / per;
+			struct mtask *mt = calloc(nt ? nt : 1, sizeof(*mt));
+
+			w->tasks_left = 0;
+			for (uint32_t k = 0; mt && k < nt; k++) {
+				mt[k] = (struct mtask){ .task.fn = meta_task, .b = b, .idx = idx,
+							.dfds = dfds, .first = k * per,
+							.count = MIN(per, n - k * per) };
+				pthread_mutex_lock(&w->lock);
+				w->tasks_left++;
+				pthread_mutex_unlock(&w->lock);
+				pool_push(&w->pool, &mt[k].task);
+			}
+			run_tasks_wait(w);
+			free(mt);
+		}
+		for (uint32_t k = 0; k < nopen; k++)
+			close(open_fds[k]);
+		g = gstop;
+	}
+	free(idx);
+	free(dfds);
+	free(open_fds);
+}
+
+/* ------------------------------------------------------------ streams */
+
+static struct wstream *stream_find(struct bfo_writer *w, const char *path)
+{
+	for (size_t i = 0; i < w->nstreams; i++)
+		if (!strcmp(w->streams[i].path, path))
+			return &w->streams[i];
+	return NULL;
+}
+
+static void stream_drop(struct bfo_writer *w, struct wstream *s, bool unlink_temp)
+{
+	if (s->fd >= 0)
+		close(s->fd);
+	if (unlink_temp)
+		unlinkat(s->dfd, s->temp, 0);
+	close(s->dfd);
+	free(s->path);
+	free(s->temp);
+	*s = w->streams[--w->nstreams];
+}
+
+/*
+ * A piece of a large file (BFO_WENTRY_MORE, or a later offset).  The file
+ * grows under a temporary name and takes its real name with the last
+ * piece, after its data is durable: it is complete or absent.
+ */
+static int write_piece(struct wbatch *b, uint32_t i)
+{
+	struct bfo_writer *w = b->w;
+	struct bfo_wentry *e = &b->e[i];
+	struct wstream *s = stream_find(w, e->path);
+	const char *tmp = b->first_tmp[i];
+	char dir[BFO_WPATH_MAX];
+	int ret;
+
+	if (e->flags & BFO_WENTRY_ABORT) {
+		if (s)
+			stream_drop(w, s, true);
+		return 0;
+	}
+	if (!s) {
+		if (e->offset != 0 || !tmp)
+			return -EINVAL;    /* a piece without its beginning */
+		if (w->nstreams == w->capstreams) {
+			size_t c = w->capstreams ? w->capstreams * 2 : 8;
+			struct wstream *t = realloc(w->streams, c * sizeof(*t));
+
+			if (!t)
+				return -ENOMEM;
+			w->streams = t;
+			w->capstreams = c;
+		}
+		wpath_split(e->path, dir, sizeof(dir));
+		int dfd = wpath_open_dir(w->rootfd, dir, true);
+
+		if (dfd < 0)
+			return dfd;
+		int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+		if (fd < 0) {
+			ret = -errno;
+			close(dfd);
+			return ret;
+		}
+		s = &w->streams[w->nstreams++];
+		*s = (struct wstream){ .path = strdup(e->path), .temp = strdup(tmp), .fd = fd, .dfd = dfd };
+		if (!s->path || !s->temp) {
+			stream_drop(w, s, true);
+			return -ENOMEM;
+		}
+	}
+	if (e->offset != s->next) {
+		stream_drop(w, s, true);
+		return -EINVAL;            /* pieces must come in order */
+	}
+	ret = write_all(s->fd, e->data, e->length, e->offset);
+	if (ret) {
+		stream_drop(w, s, true);
+		return ret;
+	}
+	s->next += e->length;
+	stat_add(&w->st.bytes, e->length);
+	if (e->flags & BFO_WENTRY_MORE)
+		return 0;
+	/* The last piece: durable data, metadata, then the real name. */
+	if (w->o.durability != BFO_DURABILITY_NONE && fsync(s->fd) < 0)
+		ret = -errno;
+	if (!ret)
+		ret = meta_fd(s->fd, e, false);
+	if (!ret && close(s->fd) < 0)
+		ret = -errno;
+	s->fd = -1;
+	if (!ret && renameat2(s->dfd, s->temp, s->dfd, base_of(e->path),
+			      (w->o.flags & BFO_WRITE_REPLACE) ? 0 : RENAME_NOREPLACE) < 0)
+		ret = -errno;
+	stream_drop(w, s, ret != 0);
+	return ret;
+}
+
+/* ------------------------------------------------------------ a batch */
+
+static int validate(struct bfo_writer *w, struct bfo_wentry *e)
+{
+	int ret = wpath_check(e->path);
+
+	if (ret)
+		return ret;
+	switch (e->type) {
+	case BFO_WTYPE_FILE:
+		if (e->length && !e->data)
+			return -EINVAL;
+		if ((e->flags & BFO_WENTRY_MORE) || e->offset || stream_find(w, e->path) ||
+		    (e->flags & BFO_WENTRY_ABORT))
+			return 1;          /* a piece: handled as a stream */
+		return 0;
+	case BFO_WTYPE_SYMLINK:
+		return e->data && *(const char *)e->data ? 0 : -EINVAL;
+	case BFO_WTYPE_HARDLINK:
+		return e->data ? wpath_check(e->data) : -EINVAL;
+	case BFO_WTYPE_DIR:
+	case BFO_WTYPE_FIFO:
+	case BFO_WTYPE_CHR:
+	case BFO_WTYPE_BLK:
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static int order_cmp(const void *a, const void *b, void *arg)
+{
+	const struct bfo_wentry *e = arg;
+	const char *pa = e[*(const uint32_t *)a].path, *pb = e[*(const uint32_t *)b].path;
+	size_t la = dir_len(pa), lb = dir_len(pb);
+	int c = strncmp(pa, pb, MIN(la, lb));
+
+	if (c)
+		return c;
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+static void link_pass(struct wbatch *b)
+{
+	char sdir[BFO_WPATH_MAX], ddir[BFO_WPATH_MAX];
+
+	for (uint32_t i = 0; i < b->n; i++) {
+		struct bfo_wentry *e = &b->e[i];
+
+		if (e->type != BFO_WTYPE_HARDLINK || e->status)
+			continue;
+		if (atomic_load(&b->stop)) {
+			e->status = -ECANCELED;
+			continue;
+		}
+		const char *sbase = wpath_split(e->data, sdir, sizeof(sdir));
+		const char *dbase = wpath_split(e->path, ddir, sizeof(ddir));
+		int sfd = wpath_open_dir(b->w->rootfd, sdir, false);
+		int dfd = sfd < 0 ? sfd : wpath_open_dir(b->w->rootfd, ddir, true);
+		int ret = 0;
+
+		if (sfd < 0 || dfd < 0)
+			ret = sfd < 0 ? sfd : dfd;
+		else if (linkat(sfd, sbase, dfd, dbase, 0) < 0)
+			ret = -errno;
+		if (sfd >= 0)
+			close(sfd);
+		if (dfd >= 0)
+			close(dfd);
+		set_status(b, i, ret);
+	}
+}
+
+/* REPLACE: every temporary takes its real name once the data is durable. */
+static void rename_pass(struct wbatch *b)
+{
+	char dir[BFO_WPATH_MAX];
+
+	for (uint32_t i = 0; i < b->n; i++) {
+		struct bfo_wentry *e = &b->e[i];
+
+		if (!b->temps[i])
+			continue;
+		const char *base = wpath_split(e->path, dir, sizeof(dir));
+		int dfd = wpath_open_dir(b->w->rootfd, dir, false);
+
+		if (dfd < 0)
+			continue;
+		if (e->status == 0 && renameat(dfd, b->temps[i], dfd, base) < 0) {
+			e->status = -errno;
+			unlinkat(dfd, b->temps[i], 0);
+		}
+		close(dfd);
+	}
+}
+
+/* pwritev until everything is written (it may write less than asked). */
+static int pwritev_all(int fd, struct iovec *iov, int n, uint64_t off)
+{
+	while (n > 0) {
+		ssize_t k = pwritev(fd, iov, n, (off_t)off);
+
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (k == 0)
+			return -ENOSPC;
+		off += (uint64_t)k;
+		while (n > 0 && (size_t)k >= iov->iov_len) {
+			k -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (uint8_t *)iov->iov_base + k;
+			iov->iov_len -= (size_t)k;
+		}
+	}
+	return 0;
+}
+
+static int write_stem(struct wbatch *b, const char *stem_name)
+{
+	struct bfo_writer *w = b->w;
+	static const uint8_t zeros[4096];
+	struct iovec iov[IOV_MAX];
+	uint64_t batch_off = 0, end = 0;
+	int niov = 0, ret = 0;
+
+	b->stem_fd = openat(w->jfd, stem_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (b->stem_fd < 0)
+		return -errno;
+	/* Each stem file whole, block-aligned, back to back, in the order
+	 * the files will be created: one sequential stream in few large
+	 * pwritev calls.  stem_off was assigned in entry order; the stem is
+	 * laid out in that same order. */
+	for (uint32_t i = 0; i < b->n && !ret; i++) {
+		struct bfo_wentry *e = &b->e[i];
+
+		if (b->stem_off[i] == UINT64_MAX)
+			continue;
+		uint64_t pad = ALIGN_UP(e->length, w->blksz) - e->length;
+		int need = 1 + (int)((pad + sizeof(zeros) - 1) / sizeof(zeros));
+
+		if (niov + need > IOV_MAX) {
+			ret = pwritev_all(b->stem_fd, iov, niov, batch_off);
+			batch_off = end;
+			niov = 0;
+		}
+		iov[niov++] = (struct iovec){ (void *)e->data, e->length };
+		for (uint64_t p = pad; p;) {
+			uint64_t c = MIN(p, sizeof(zeros));
+
+			iov[niov++] = (struct iovec){ (void *)zeros, c };
+			p -= c;
+		}
+		end += e->length + pad;
+	}
+	if (!ret && niov)
+		ret = pwritev_all(b->stem_fd, iov, niov, batch_off);
+	if (!ret && w->o.durability != BFO_DURABILITY_NONE && fdatasync(b->stem_fd) < 0)
+		ret = -errno;
+	return ret;
+}
+
+BFO_API int bfo_writer_write(struct bfo_writer *w, struct bfo_wentry *e, unsigned n)
+{
+	struct wbatch b = { .w = w, .e = e, .n = n, .stem_fd = -1 };
+	struct mentry *m = NULL;
+	struct wtask *tasks = NULL;
+	uint32_t nm = 0, ntasks = 0, failed = 0;
+	char mname[96], stem_name[112] = "";
+	bool *piece = NULL;
+	int mfd = -1, ret = 0;
+	uint64_t t0 = bfo_now_ns(), t;
+
+	if (!w || (n && !e))
+		return -EINVAL;
+	if (n == 0)
+		return 0;
+	b.order = malloc(n * sizeof(*b.order));
+	b.first_tmp = calloc(n, sizeof(*b.first_tmp));
+	piece = calloc(n, sizeof(*piece));
+	m = calloc(2 * (size_t)n, sizeof(*m));
+	if (!b.order || !b.first_tmp || !piece || !m) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (w->o.flags & BFO_WRITE_REPLACE) {
+		b.temps = calloc(n, sizeof(*b.temps));
+		if (!b.temps) {
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
+	if (w->engine == BFO_WENGINE_STEM) {
+		b.stem_off = malloc(n * sizeof(*b.stem_off));
+		if (!b.stem_off) {
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
+
+	/* 1. Validate, and plan: directory groups, temporaries, stem. */
+	uint32_t nordered = 0;
+	uint64_t stem_len = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		int v = validate(w, &e[i]);
+
+		e[i].status = v < 0 ? v : 0;
+		e[i].engine = (uint16_t)w->engine;
+		if (b.stem_off)
+			b.stem_off[i] = UINT64_MAX;
+		if (v < 0)
+			continue;
+		if (v == 1) {
+			piece[i] = true;
+			/* A first piece's temporary is named now, so the manifest
+			 * lists it before it exists. */
+			if (e[i].offset == 0 && !(e[i].flags & BFO_WENTRY_ABORT) &&
+			    !stream_find(w, e[i].path)) {
+				char tmp[64];
+
+				tmp_name(w, tmp, sizeof(tmp));
+				b.first_tmp[i] = strdup(tmp);
+				if (!b.first_tmp[i])
+					e[i].status = -ENOMEM;
+			}
+			continue;
+		}
+		b.order[nordered++] = i;
+		if (b.temps && (e[i].type == BFO_WTYPE_FILE)) {
+			char tmp[64];
+
+			tmp_name(w, tmp, sizeof(tmp));
+			b.temps[i] = strdup(tmp);
+			if (!b.temps[i])
+				e[i].status = -ENOMEM;
+		}
+		if (b.stem_off && e[i].type == BFO_WTYPE_FILE && e[i].length >= w->blksz) {
+			b.stem_off[i] = stem_len;
+			stem_len += ALIGN_UP(e[i].length, w->blksz);
+		}
+	}
+	qsort_r(b.order, nordered, sizeof(*b.order), order_cmp, e);
+
+	/* 2. The manifest, durable before any data. */
+	if (w->o.durability != BFO_DURABILITY_NONE) {
+		char dir[BFO_WPATH_MAX];
+
+		for (uint32_t i = 0; i < n; i++) {
+			struct bfo_wentry *x = &e[i];
+			struct mentry *me;
+
+			if (x->status)
+				continue;
+			me = &m[nm++];
+			*me = (struct mentry){ .kind = M_OTHER, .wtype = (uint8_t)x->type,
+					       .wflags = (uint8_t)(x->flags & (BFO_WENTRY_OWNER | BFO_WENTRY_TIMES)),
+					       .mode = x->mode, .uid = x->uid, .gid = x->gid,
+					       .stem_off = UINT64_MAX, .atime_sec = x->atime_sec,
+					       .atime_nsec = x->atime_nsec, .mtime_sec = x->mtime_sec,
+					       .mtime_nsec = x->mtime_nsec, .path = x->path };
+			if (x->type == BFO_WTYPE_FILE && !piece[i]) {
+				me->kind = M_FILE;
+				me->size = x->length;
+				me->hash = journal_hash(x->data, x->length);
+				if (b.stem_off)
+					me->stem_off = b.stem_off[i];
+			} else if (x->type == BFO_WTYPE_SYMLINK) {
+				me->kind = M_SYMLINK;
+				me->hash = journal_hash(x->data, strlen(x->data));
+			}
+			/* Temporaries: removed if the batch does not finish. */
+			const char *temp = NULL;
+
+			if (b.temps && b.temps[i])
+				temp = b.temps[i];
+			struct wstream *s = piece[i] ? stream_find(w, x->path) : NULL;
+
+			if (s)
+				temp = s->temp;
+			else if (b.first_tmp[i])
+				temp = b.first_tmp[i];
+			if (temp) {
+				wpath_split(x->path, dir, sizeof(dir));
+				char *tp = malloc(strlen(dir) + strlen(temp) + 2);
+
+				if (!tp) {
+					ret = -ENOMEM;
+					goto out;
+				}
+				sprintf(tp, "%s%s%s", dir, *dir ? "/" : "", temp);
+				m[nm++] = (struct mentry){ .kind = M_TEMP, .path = tp, .stem_off = UINT64_MAX };
+			}
+		}
+		snprintf(mname, sizeof(mname), "b-%d-%x-%llu.m", (int)getpid(), w->id,
+			 (unsigned long long)++w->seq);
+		if (stem_len)
+			snprintf(stem_name, sizeof(stem_name), "%s.stem", mname);
+		ret = journal_manifest_write(w->jfd, mname, m, nm, stem_len ? stem_name : NULL,
+					     w->engine, &mfd);
+		if (ret)
+			goto out;
+	} else if (stem_len) {
+		snprintf(stem_name, sizeof(stem_name), "b-%d-%x-%llu.stem", (int)getpid(), w->id,
+			 (unsigned long long)++w->seq);
+	}
+	t = bfo_now_ns();
+	w->st.ns_manifest += t - t0;
+	t0 = t;
+
+	/* 3. Data: the stem first (one sequential stream), then files,
+	 * directory by directory on the pool (or io_uring chains). */
+	if (stem_len) {
+		ret = write_stem(&b, stem_name);
+		if (ret) {
+			/* No stem: the files are written normally instead. */
+			for (uint32_t i = 0; i < n; i++)
+				b.stem_off[i] = UINT64_MAX;
+			ret = 0;
+		}
+	}
+	tasks = calloc(nordered ? nordered : 1, sizeof(*tasks));
+	if (!tasks) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t k = 0; k < nordered; k++) {
+		const char *p = e[b.order[k]].path;
+		size_t dl = dir_len(p);
+		struct wtask *cur = ntasks ? &tasks[ntasks - 1] : NULL;
+
+		if (!cur || strlen(cur->dir) != dl || strncmp(cur->dir, p, dl)) {
+			cur = &tasks[ntasks++];
+			cur->task.fn = group_task;
+			cur->b = &b;
+			cur->first = k;
+			memcpy(cur->dir, p, MIN(dl, sizeof(cur->dir) - 1));
+			cur->dir[MIN(dl, sizeof(cur->dir) - 1)] = '\0';
+		}
+		cur->count++;
+	}
+	if ((w->o.flags & BFO_WRITE_URING) && w->engine == BFO_WENGINE_BATCHED) {
+		/* Whole files go through io_uring; the pool takes the rest. */
+		data_uring(&b, 0, ntasks, tasks);
+		for (uint32_t k = 0; k < nordered; k++) {
+			struct bfo_wentry *x = &e[b.order[k]];
+
+			if (x->type == BFO_WTYPE_FILE && !x->status)
+				x->status = 1;     /* done: the pool skips it */
+		}
+	}
+	w->tasks_left = ntasks;
+	for (uint32_t g = 0; g < ntasks; g++)
+		pool_push(&w->pool, &tasks[g].task);
+	run_tasks_wait(w);
+	for (uint32_t k = 0; k < nordered; k++)
+		if (e[b.order[k]].status == 1)
+			e[b.order[k]].status = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (piece[i] && !e[i].status)
+			set_status(&b, i, atomic_load(&b.stop) ? -ECANCELED : write_piece(&b, i));
+	link_pass(&b);
+	t = bfo_now_ns();
+	w->st.ns_data += t - t0;
+	t0 = t;
+
+	/* 4. One durability point for the batch (two with REPLACE: the new
+	 * data is durable before any old file is replaced). */
+	if (w->o.durability != BFO_DURABILITY_NONE) {
+		if (syncfs(w->rootfd) < 0 && !w->first_err)
+			w->first_err = -errno;
+		w->st.syncs++;
+	}
+	if (b.temps) {
+		rename_pass(&b);
+		if (w->o.durability != BFO_DURABILITY_NONE) {
+			syncfs(w->rootfd);
+			w->st.syncs++;
+		}
+	}
+	t = bfo_now_ns();
+	w->st.ns_sync += t - t0;
+
+out:
+	/* 5. The batch is durable: its manifest and stem go. */
+	if (b.stem_fd >= 0) {
+		close(b.stem_fd);
+		unlinkat(w->jfd, stem_name, 0);
+	}
+	if (mfd >= 0) {
+		unlinkat(w->jfd, mname, 0);
+		close(mfd);   /* releases the lock */
+	}
+	if (ret) {
+		for (uint32_t i = 0; i < n; i++)
+			if (!e[i].status)
+				e[i].status = ret;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		if (e[i].status)
+			failed++;
+	}
+	w->st.batches++;
+	w->st.files += n - failed;
+	w->st.failed += failed;
+	for (uint32_t i = 0; i < nm; i++)
+		if (m[i].kind == M_TEMP)
+			free((char *)m[i].path);
+	for (uint32_t i = 0; i < n; i++) {
+		if (b.temps)
+			free(b.temps[i]);
+		if (b.first_tmp)
+			free(b.first_tmp[i]);
+	}
+	free(b.first_tmp);
+	free(b.temps);
+	free(b.stem_off);
+	free(b.order);
+	free(piece);
+	free(m);
+	free(tasks);
+	return ret ? ret : (int)failed;
+}
+
+/* ------------------------------------------------------------ open/close */
+
+/* mkdir -p of the root itself (the caller chose it; symlinks in it are
+ * the caller's business). */
+static int mkdir_p(const char *path)
+{
+	char *p = strdup(path);
+	int ret = 0;
+
+	if (!p)
+		return -ENOMEM;
+	for (char *s = p + 1; ; s++) {
+		if (*s == '/' || *s == '\0') {
+			char c = *s;
+
+			*s = '\0';
+			if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+				ret = -errno;
+				break;
+			}
+			*s = c;
+			if (!c)
+				break;
+		}
+	}
+	free(p);
+	return ret;
+}
+
+/* The process's umask, without changing it (umask(2) can only be read by
+ * setting it, which would race with other threads creating files). */
+static mode_t read_umask(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[256];
+	unsigned v = 022;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Umask: %o", &v) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return (mode_t)v;
+}
+
+/* Can this file system share blocks between files (FICLONERANGE)? */
+static bool probe_clone(struct bfo_writer *w)
+{
+	char a[64], b2[64];
+	uint8_t *buf = calloc(1, w->blksz);
+	bool ok = false;
+	int fa, fb;
+
+	snprintf(a, sizeof(a), "probe-%d-%x-a", (int)getpid(), w->id);
+	snprintf(b2, sizeof(b2), "probe-%d-%x-b", (int)getpid(), w->id);
+	fa = openat(w->jfd, a, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	fb = openat(w->jfd, b2, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (buf && fa >= 0 && fb >= 0 && pwrite(fa, buf, w->blksz, 0) == (ssize_t)w->blksz) {
+		struct file_clone_range cr = { .src_fd = fa, .src_length = w->blksz };
+
+		ok = ioctl(fb, FICLONERANGE, &cr) == 0;
+	}
+	if (fa >= 0) {
+		close(fa);
+		unlinkat(w->jfd, a, 0);
+	}
+	if (fb >= 0) {
+		close(fb);
+		unlinkat(w->jfd, b2, 0);
+	}
+	free(buf);
+	return ok;
+}
+
+static int opts_take(struct bfo_write_opts *out, const struct bfo_write_opts *in)
+{
+	memset(out, 0, sizeof(*out));
+	out->size = sizeof(*out);
+	if (in) {
+		size_t n = in->size;
+
+		if (n < offsetof(struct bfo_write_opts, reserved))
+			return -EINVAL;
+		if (n > sizeof(*out)) {
+			for (size_t i = sizeof(*out); i < n; i++)
+				if (((const uint8_t *)in)[i])
+					return -E2BIG;
+			n = sizeof(*out);
+		}
+		memcpy(out, in, n);
+		out->size = sizeof(*out);
+	}
+	for (size_t i = 0; i < sizeof(out->reserved) / sizeof(out->reserved[0]); i++)
+		if (out->reserved[i])
+			return -EINVAL;
+	if (out->flags & ~(BFO_WRITE_REPLACE | BFO_WRITE_STOP_ON_ERROR | BFO_WRITE_URING))
+		return -EINVAL;
+	if (out->engine > BFO_WENGINE_BATCHED || out->durability > BFO_DURABILITY_EACH ||
+	    out->threads > 256 || out->queue_depth > 4096)
+		return -EINVAL;
+	if (!out->threads)
+		out->threads = DEF_WTHREADS;
+	return 0;
+}
+
+BFO_API int bfo_writer_open(struct bfo_writer **out, const char *root, const struct bfo_write_opts *opts)
+{
+	struct bfo_writer *w;
+	struct statvfs sv;
+	struct bfo_recover_stats rs = { 0 };
+	int ret;
+
+	if (!out || !root || !*root)
+		return -EINVAL;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->rootfd = w->jfd = -1;
+	ret = opts_take(&w->o, opts);
+	if (ret)
+		goto fail;
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->cond, NULL);
+	w->id = (uint32_t)(bfo_now_ns() ^ ((uint64_t)getpid() << 16) ^ (uintptr_t)w);
+	w->is_root = geteuid() == 0;
+	w->umask = read_umask();
+	ret = mkdir_p(root);
+	if (ret)
+		goto fail;
+	w->rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (w->rootfd < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	if (mkdirat(w->rootfd, BFO_JOURNAL_DIR, 0700) < 0 && errno != EEXIST) {
+		ret = -errno;
+		goto fail;
+	}
+	w->jfd = openat(w->rootfd, BFO_JOURNAL_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (w->jfd < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	/* Unfinished batches of earlier writers come first. */
+	journal_recover(w->rootfd, w->jfd, &rs);
+	w->blksz = fstatvfs(w->rootfd, &sv) == 0 && sv.f_bsize >= 512 && sv.f_bsize <= (1u << 20) ?
+		   (uint32_t)sv.f_bsize : 4096;
+	if (w->o.engine != BFO_WENGINE_BATCHED && probe_clone(w)) {
+		w->engine = BFO_WENGINE_STEM;
+	} else if (w->o.engine == BFO_WENGINE_STEM) {
+		ret = -EOPNOTSUPP;
+		goto fail;
+	} else {
+		w->engine = BFO_WENGINE_BATCHED;
+	}
+	w->st.engine = w->engine;
+	ret = pool_start(&w->pool, w->o.threads);
+	if (ret)
+		goto fail;
+	*out = w;
+	return 0;
+fail:
+	if (w->jfd >= 0)
+		close(w->jfd);
+	if (w->rootfd >= 0)
+		close(w->rootfd);
+	free(w);
+	return ret;
+}
+
+BFO_API int bfo_writer_stats(struct bfo_writer *w, struct bfo_write_stats *st)
+{
+	if (!w || !st)
+		return -EINVAL;
+	*st = w->st;
+	st->clones = __atomic_load_n(&w->st.clones, __ATOMIC_RELAXED);
+	st->bytes = __atomic_load_n(&w->st.bytes, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static int depth_cmp(const void *a, const void *b)
+{
+	const struct wdir *x = a, *y = b;
+	size_t dx = 0, dy = 0;
+
+	for (const char *p = x->path; *p; p++)
+		dx += *p == '/';
+	for (const char *p = y->path; *p; p++)
+		dy += *p == '/';
+	return dx < dy ? 1 : dx > dy ? -1 : 0;
+}
+
+BFO_API int bfo_writer_close(struct bfo_writer *w)
+{
+	char dir[BFO_WPATH_MAX];
+	int ret;
+
+	if (!w)
+		return 0;
+	ret = w->first_err;
+	/* Files whose last piece never came are dropped. */
+	while (w->nstreams)
+		stream_drop(w, &w->streams[0], true);
+	/* Directories: deepest first, times last (writing inside a directory
+	 * changes its mtime). */
+	qsort(w->dirs, w->ndirs, sizeof(*w->dirs), depth_cmp);
+	for (size_t i = 0; i < w->ndirs; i++) {
+		struct wdir *d = &w->dirs[i];
+		const char *base = wpath_split(d->path, dir, sizeof(dir));
+		int dfd = wpath_open_dir(w->rootfd, dir, false);
+		struct bfo_wentry e = { .mode = d->mode, .uid = d->uid, .gid = d->gid, .flags = d->flags,
+					.atime_sec = d->atime_sec, .mtime_sec = d->mtime_sec,
+					.atime_nsec = d->atime_nsec, .mtime_nsec = d->mtime_nsec };
+
+		if (dfd >= 0) {
+			int r = meta_at(dfd, base, &e, false);
+
+			if (r && !ret)
+				ret = r;
+			close(dfd);
+		}
+		free(d->path);
+	}
+	free(w->dirs);
+	if (w->o.durability != BFO_DURABILITY_NONE && w->ndirs && syncfs(w->rootfd) < 0 && !ret)
+		ret = -errno;
+	pool_stop(&w->pool);
+	close(w->jfd);
+	/* Empty unless another writer is at work here, or left a batch. */
+	unlinkat(w->rootfd, BFO_JOURNAL_DIR, AT_REMOVEDIR);
+	close(w->rootfd);
+	free(w->streams);
+	pthread_mutex_destroy(&w->lock);
+	pthread_cond_destroy(&w->cond);
+	free(w);
+	return ret;
+}
+
+BFO_API int bfo_journal_recover(const char *root, struct bfo_recover_stats *stats)
+{
+	struct bfo_recover_stats local = { 0 };
+	int rootfd, jfd, ret;
+
+	if (!root)
+		return -EINVAL;
+	if (!stats)
+		stats = &local;
+	memset(stats, 0, sizeof(*stats));
+	rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		return -errno;
+	jfd = openat(rootfd, BFO_JOURNAL_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (jfd < 0) {
+		ret = errno == ENOENT ? 0 : -errno;
+		close(rootfd);
+		return ret;
+	}
+	ret = journal_recover(rootfd, jfd, stats);
+	if (ret >= 0 && (stats->removed || stats->finished))
+		syncfs(rootfd);
+	close(jfd);
+	unlinkat(rootfd, BFO_JOURNAL_DIR, AT_REMOVEDIR);
+	close(rootfd);
+	return ret;
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Internal parts of the writer (BFO_w) and its journal. */
+#ifndef BFO_WRITE_H
+#define BFO_WRITE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#include "bfo.h"
+
+#define BFO_JOURNAL_DIR ".bfo-journal"
+#define BFO_WPATH_MAX 4096
+#define BFO_TMP_PREFIX ".bfo-tmp."
+
+/* wpath.c */
+int wpath_check(const char *rel);
+int wpath_open_dir(int rootfd, const char *dir, bool create);
+const char *wpath_split(const char *rel, char *dir, size_t len);
+
+/* One record of a manifest: what the batch writes at a path. */
+enum mentry_kind {
+	M_FILE = 1,     /* a file written whole in this batch */
+	M_TEMP = 2,     /* a temporary (replace, pieces): removed by recovery */
+	M_SYMLINK = 3,
+	M_OTHER = 4,    /* hard link, fifo, device node, directory */
+};
+
+struct mentry {
+	uint8_t kind;
+	uint8_t wtype;             /* enum bfo_wtype of the entry */
+	uint8_t wflags;            /* BFO_WENTRY_* that apply to metadata */
+	uint32_t mode, uid, gid;
+	uint64_t size, hash;       /* M_FILE: content; M_SYMLINK: target hash */
+	uint64_t stem_off;         /* M_FILE in a stem batch; UINT64_MAX otherwise */
+	int64_t atime_sec, mtime_sec;
+	uint32_t atime_nsec, mtime_nsec;
+	const char *path;
+};
+
+/* journal.c */
+int journal_manifest_write(int jfd, const char *name, const struct mentry *m, uint32_t n,
+			   const char *stem, uint32_t engine, int *fd_out);
+int journal_recover(int rootfd, int jfd, struct bfo_recover_stats *st);
+uint64_t journal_hash(const void *data, size_t len);
+
+#endif
