@@ -288,33 +288,27 @@ static int write_file(struct wbatch *b, int dfd, uint32_t i)
 	return ret;
 }
 
-static int write_node(struct wbatch *b, int dfd, uint32_t i)
-{
-	struct bfo_writer *w = b->w;
-	struct bfo_wentry *e = &b->e[i];
-	const char *name = base_of(e->path);
-	mode_t type = e->type == BFO_WTYPE_FIFO ? S_IFIFO : e->type == BFO_WTYPE_CHR ? S_IFCHR : S_IFBLK;
-	dev_t dev = makedev((unsigned)(e->rdev >> 32), (unsigned)e->rdev);
-	int ret;
-
-	(void)w;
-	if (mknodat(dfd, name, type | 0600, type == S_IFIFO ? 0 : dev) < 0)
-		return -errno;
-	ret = meta_at(dfd, name, e, false);
-	if (ret)
-		unlinkat(dfd, name, 0);
-	return ret;
-}
-
-static int write_symlink(struct wbatch *b, int dfd, uint32_t i)
+/* Symbolic links, fifos and device nodes appear whole; then their
+ * metadata, and a failure there removes them again. */
+static int write_special(struct wbatch *b, int dfd, uint32_t i)
 {
 	struct bfo_wentry *e = &b->e[i];
 	const char *name = base_of(e->path);
+	bool link = e->type == BFO_WTYPE_SYMLINK;
 	int ret;
 
-	if (symlinkat(e->data, dfd, name) < 0)
+	if (link) {
+		ret = symlinkat(e->data, dfd, name);
+	} else {
+		mode_t type = e->type == BFO_WTYPE_FIFO ? S_IFIFO :
+			      e->type == BFO_WTYPE_CHR ? S_IFCHR : S_IFBLK;
+
+		ret = mknodat(dfd, name, type | 0600, type == S_IFIFO ? 0 :
+			      makedev((unsigned)(e->rdev >> 32), (unsigned)e->rdev));
+	}
+	if (ret < 0)
 		return -errno;
-	ret = meta_at(dfd, name, e, true);
+	ret = meta_at(dfd, name, e, link);
 	if (ret)
 		unlinkat(dfd, name, 0);
 	return ret;
@@ -392,9 +386,8 @@ static void group_task(struct pool_task *pt)
 		switch (e->type) {
 		case BFO_WTYPE_FILE: ret = write_file(b, dfd, i); break;
 		case BFO_WTYPE_DIR: ret = write_dir(b, dfd, i); break;
-		case BFO_WTYPE_SYMLINK: ret = write_symlink(b, dfd, i); break;
 		case BFO_WTYPE_HARDLINK: ret = 0; break;   /* after all groups */
-		default: ret = write_node(b, dfd, i); break;
+		default: ret = write_special(b, dfd, i); break;
 		}
 		set_status(b, i, ret);
 	}

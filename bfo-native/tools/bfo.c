@@ -69,30 +69,6 @@ static void usage(FILE *f)
 		"        --queue-depth N --threads N\n");
 }
 
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -1;
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	}
-	if (*end == 'i' || *end == 'B')
-		end++;
-	if (*end == 'B')
-		end++;
-	if (*end)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 /* ------------------------------------------------------------- input */
 
 /*
@@ -384,14 +360,14 @@ static int run(int argc, char **argv, bool plan)
 		case OPT_META: o.flags |= BFO_READ_METADATA_ONLY; break;
 		case OPT_PROGRESS: show_progress = 1; break;
 		case OPT_SORTBUF:
-			if (parse_size(optarg, &sort_buffer) || sort_buffer > (1ull << 28))
+			if (cli_size(optarg, &sort_buffer) || sort_buffer > (1ull << 28))
 				goto bad;
 			break;
 		case OPT_NOPROGRESS: show_progress = 0; break;
 		case OPT_WFILES: case OPT_QD: case OPT_THREADS:
 		case OPT_WBYTES: case OPT_ARENA: case OPT_GAP: case OPT_MAXIO:
 		case OPT_LEXT: case OPT_LFILE:
-			if (parse_size(optarg, &v) || (v == 0 && c != OPT_GAP) ||
+			if (cli_size(optarg, &v) || (v == 0 && c != OPT_GAP) ||
 			    ((c == OPT_WFILES || c == OPT_QD || c == OPT_THREADS) && v > UINT32_MAX))
 				goto bad;
 			if (c == OPT_GAP && v == 0)

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "cli.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -41,15 +43,59 @@ void cli_progress_tick(struct cli_progress *p, uint64_t files, uint64_t bytes, b
 		(double)bytes / 1e6, s > 0 ? (double)bytes / 1e6 / s : 0.0);
 }
 
-int cli_durability(const char *s, uint32_t *out)
+int cli_write_opt(int opt, const char *arg, struct bfo_write_opts *wo)
 {
-	if (!strcmp(s, "batch"))
-		*out = BFO_DURABILITY_BATCH;
-	else if (!strcmp(s, "none"))
-		*out = BFO_DURABILITY_NONE;
-	else if (!strcmp(s, "each"))
-		*out = BFO_DURABILITY_EACH;
-	else
+	switch (opt) {
+	case 'D':
+		if (!strcmp(arg, "batch"))
+			wo->durability = BFO_DURABILITY_BATCH;
+		else if (!strcmp(arg, "none"))
+			wo->durability = BFO_DURABILITY_NONE;
+		else if (!strcmp(arg, "each"))
+			wo->durability = BFO_DURABILITY_EACH;
+		else
+			return -1;
+		return 1;
+	case 'f':
+		wo->flags |= BFO_WRITE_REPLACE;
+		return 1;
+	case 'U':
+		wo->flags |= BFO_WRITE_URING;
+		return 1;
+	case 'W':
+		if (!strcmp(arg, "auto"))
+			wo->engine = BFO_WENGINE_AUTO;
+		else if (!strcmp(arg, "stem"))
+			wo->engine = BFO_WENGINE_STEM;
+		else if (!strcmp(arg, "batched"))
+			wo->engine = BFO_WENGINE_BATCHED;
+		else
+			return -1;
+		return 1;
+	}
+	return 0;
+}
+
+int cli_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
 		return -1;
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	}
+	if (*end == 'i' || *end == 'B')
+		end++;
+	if (*end == 'B')
+		end++;
+	if (*end)
+		return -1;
+	*out = v;
 	return 0;
 }

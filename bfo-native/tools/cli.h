@@ -17,8 +17,23 @@ struct cli_progress {
 void cli_progress_init(struct cli_progress *p, const char *what, int enabled);
 void cli_progress_tick(struct cli_progress *p, uint64_t files, uint64_t bytes, bool final);
 
-/* "none", "batch" or "each" to enum bfo_durability; -1 for anything else. */
-int cli_durability(const char *s, uint32_t *out);
+struct bfo_write_opts;
+
+/* The writer's options, shared by the subcommands that write:
+ * --durability, --replace, --write-engine, --uring. */
+#define CLI_WRITE_LONGOPTS                                        \
+	{ "durability", required_argument, 0, 'D' },              \
+	{ "replace", no_argument, 0, 'f' },                       \
+	{ "write-engine", required_argument, 0, 'W' },            \
+	{ "uring", no_argument, 0, 'U' }
+
+/* Apply getopt's opt (one of CLI_WRITE_LONGOPTS' letters) to wo.  Returns
+ * 1 when opt was one of them, 0 when not, -1 for a bad value. */
+int cli_write_opt(int opt, const char *arg, struct bfo_write_opts *wo);
+
+/* A size with an optional K, M or G suffix (powers of 1024, an optional
+ * "iB" or "B" after it).  Returns 0, or -1 when s is not one. */
+int cli_size(const char *s, uint64_t *out);
 
 int cmd_cp(int argc, char **argv);
 int cmd_write(int argc, char **argv);

@@ -438,10 +438,7 @@ int cmd_cp(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "archive", no_argument, 0, 'a' },
 		{ "recursive", no_argument, 0, 'r' },
-		{ "durability", required_argument, 0, 'D' },
-		{ "replace", no_argument, 0, 'f' },
-		{ "write-engine", required_argument, 0, 'W' },
-		{ "uring", no_argument, 0, 'U' },
+		CLI_WRITE_LONGOPTS,
 		{ "stats", no_argument, 0, 'S' },
 		{ "progress", no_argument, 0, 'P' },
 		{ "no-progress", no_argument, 0, 'N' },
@@ -457,24 +454,18 @@ int cmd_cp(int argc, char **argv)
 	bfo_opts_init(&ro);
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "arfh", longopts, NULL)) != -1) {
+		int w = cli_write_opt(opt, optarg, &wo);
+
+		if (w < 0)
+			goto usage;
+		if (w)
+			continue;
 		switch (opt) {
 		case 'a': c.archive = true; break;
 		case 'r': break;
-		case 'f': wo.flags |= BFO_WRITE_REPLACE; break;
-		case 'U': wo.flags |= BFO_WRITE_URING; break;
 		case 'S': stats = true; break;
 		case 'P': progress = 1; break;
 		case 'N': progress = 0; break;
-		case 'D':
-			if (cli_durability(optarg, &wo.durability))
-				goto usage;
-			break;
-		case 'W':
-			if (!strcmp(optarg, "auto")) wo.engine = BFO_WENGINE_AUTO;
-			else if (!strcmp(optarg, "stem")) wo.engine = BFO_WENGINE_STEM;
-			else if (!strcmp(optarg, "batched")) wo.engine = BFO_WENGINE_BATCHED;
-			else goto usage;
-			break;
 		case 'h':
 			printf("usage: bfo cp [-a] [--durability none|batch|each] [--replace]\n"
 			       "              [--write-engine auto|stem|batched] [--uring] [--stats] SRC... DST\n");

@@ -373,10 +373,7 @@ int cmd_write(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "tar", no_argument, 0, 't' },
-		{ "durability", required_argument, 0, 'D' },
-		{ "replace", no_argument, 0, 'f' },
-		{ "write-engine", required_argument, 0, 'W' },
-		{ "uring", no_argument, 0, 'U' },
+		CLI_WRITE_LONGOPTS,
 		{ "stats", no_argument, 0, 'S' },
 		{ "batch-bytes", required_argument, 0, 'B' },
 		{ "batch-files", required_argument, 0, 'F' },
@@ -385,41 +382,29 @@ int cmd_write(int argc, char **argv)
 	};
 	struct bfo_write_opts wo = { .size = sizeof(wo) };
 	struct wr r = { .batch_bytes = WBATCH_BYTES, .batch_entries = WBATCH_ENTRIES };
-	char *end;
 	bool tar = false, stats = false;
 	int opt, ret;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "tfh", longopts, NULL)) != -1) {
+		int w = cli_write_opt(opt, optarg, &wo);
+		uint64_t v;
+
+		if (w < 0)
+			goto usage;
+		if (w)
+			continue;
 		switch (opt) {
 		case 't': tar = true; break;
-		case 'f': wo.flags |= BFO_WRITE_REPLACE; break;
-		case 'U': wo.flags |= BFO_WRITE_URING; break;
 		case 'S': stats = true; break;
 		case 'B':
-		case 'F': {
-			unsigned long long v = strtoull(optarg, &end, 10);
-
-			if (*end == 'K' || *end == 'k') { v <<= 10; end++; }
-			else if (*end == 'M' || *end == 'm') { v <<= 20; end++; }
-			else if (*end == 'G' || *end == 'g') { v <<= 30; end++; }
-			if (*end || v == 0)
+		case 'F':
+			if (cli_size(optarg, &v) || v == 0)
 				goto usage;
 			if (opt == 'B')
 				r.batch_bytes = v;
 			else
 				r.batch_entries = v;
-			break;
-		}
-		case 'D':
-			if (cli_durability(optarg, &wo.durability))
-				goto usage;
-			break;
-		case 'W':
-			if (!strcmp(optarg, "auto")) wo.engine = BFO_WENGINE_AUTO;
-			else if (!strcmp(optarg, "stem")) wo.engine = BFO_WENGINE_STEM;
-			else if (!strcmp(optarg, "batched")) wo.engine = BFO_WENGINE_BATCHED;
-			else goto usage;
 			break;
 		case 'h':
 			printf("usage: bfo write [--tar] [--durability none|batch|each] [--replace]\n"
