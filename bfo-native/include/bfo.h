@@ -482,6 +482,88 @@ int bfo_journal_recover(const char *root, struct bfo_recover_stats *stats);
  */
 const char *bfo_wengine_name(int engine);
 
+/* ================================================================= copy */
+
+/*
+ * Copying trees (BFO_m): the read engine on the sources piped into a
+ * writer on the destination, both at once, with bounded memory.  Regular
+ * files stream out of the read engine in disk order; directories, links
+ * and special files come from the walk; batches of at most a quarter of the
+ * read arena go to the writer while the read engine reads ahead.
+ *
+ * Destination rules are cp's: with several sources, or when dst is an
+ * existing directory, each source is copied to dst/basename(source);
+ * otherwise the one source becomes dst.
+ */
+
+/* bfo_copier_create flags */
+#define BFO_COPY_ARCHIVE  (1u << 0) /* like cp -a: mode bits, owner and group (as
+				       root), atime/mtime, symlinks, hard links,
+				       special files, xattrs where both sides can */
+#define BFO_COPY_REPLACE  (1u << 1) /* replace existing destination files */
+
+struct bfo_copy_stats {
+	uint64_t files;         /* regular files copied */
+	uint64_t others;        /* directories, links, special files created */
+	uint64_t bytes;         /* file bytes copied */
+	uint64_t errors;        /* entries that failed */
+	uint64_t batches;       /* writer batches */
+	uint64_t ns_total;
+	uint32_t read_engine;   /* enum bfo_engine that read most bytes */
+	uint32_t write_engine;  /* enum bfo_wengine */
+	uint64_t reserved[8];
+};
+
+/* Called on the thread of bfo_copier_run(): error once per failed entry
+ * (path is the source, or the destination for writer failures), progress at
+ * most a few times a second.  Either may be NULL. */
+struct bfo_copy_callbacks {
+	void (*error)(void *arg, const char *path, int status);
+	void (*progress)(void *arg, const struct bfo_copy_stats *stats);
+	void *arg;
+};
+
+struct bfo_copier;
+
+/*
+ * bfo_copier_create - make a copier with read options ropts and write
+ * options wopts (either may be NULL for the defaults), BFO_COPY_* flags and
+ * callbacks (may be NULL; copied).  Returns 0 and the copier in *c, or
+ * -EINVAL / -ENOMEM.  Free it with bfo_copier_destroy().
+ */
+int bfo_copier_create(struct bfo_copier **c, const struct bfo_opts *ropts,
+		      const struct bfo_write_opts *wopts, uint32_t flags,
+		      const struct bfo_copy_callbacks *cb);
+
+/*
+ * bfo_copier_run - copy srcs[0..n) to dst and make the copy durable as the
+ * write options say.  Blocks until done or cancelled.  Returns the number
+ * of entries that failed (0: all copied; each was reported through the
+ * error callback), or -errno when the copy could not run at all (dst not a
+ * directory with several sources, destination not writable, -ECANCELED
+ * after bfo_copier_cancel()).  One run at a time per copier.
+ */
+int bfo_copier_run(struct bfo_copier *c, const char *const *srcs, unsigned n, const char *dst);
+
+/*
+ * bfo_copier_stats - the current (or last) run's statistics; safe from any
+ * thread while a run is going on.  Returns 0.
+ */
+int bfo_copier_stats(struct bfo_copier *c, struct bfo_copy_stats *stats);
+
+/*
+ * bfo_copier_cancel - make a running bfo_copier_run() stop soon (files
+ * already written stay, none is left torn).  Safe from any thread and
+ * async-signal-safe.  Returns 0.
+ */
+int bfo_copier_cancel(struct bfo_copier *c);
+
+/*
+ * bfo_copier_destroy - free the copier (no run may be in progress).
+ * NULL is ignored.
+ */
+void bfo_copier_destroy(struct bfo_copier *c);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,760 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * BFO_m: copy trees with the read engine on the sources and a writer on the
+ * destination, at once.  Regular files stream out of the read engine in
+ * disk order; directories, symbolic links and special files come from the
+ * walk.  Entries collect into a batch until it holds a quarter of the read
+ * arena (or BATCH_MAX_ENTRIES), then go to the writer as one batch while
+ * the read engine keeps reading into the rest of its arena: reading and
+ * writing overlap, memory stays bounded.
+ *
+ * Where a read result goes: each submitted file has a two-byte source
+ * number (by read index); the destination is that source's prefix plus the
+ * path below the source's root.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "walk.h"
+
+#define BATCH_MAX_ENTRIES 16384u
+#define PROGRESS_NS 250000000ull
+#define WALK_THREADS 8u
+#define WALK_BATCH (1u << 16)
+
+struct hl {                         /* first copy of a multiply linked inode */
+	uint64_t dev, ino;
+	char *dest;
+};
+
+struct src {
+	char *root;                 /* without trailing slashes */
+	size_t len;
+	char *prefix;               /* destination, relative to the writer's root */
+	bool file;                  /* the source is not a directory */
+};
+
+struct bfo_copier {
+	struct bfo_opts ro;
+	struct bfo_write_opts wo;
+	uint32_t flags;
+	struct bfo_copy_callbacks cb;
+	atomic_bool cancel;
+	pthread_mutex_t lock;       /* guards st for readers on other threads */
+	struct bfo_copy_stats st;
+
+	/* one run */
+	bool archive, is_root;
+	mode_t umask;
+	struct bfo_ctx *rctx;
+	struct bfo_writer *w;
+	char *root;
+	uint64_t batch_bytes_max, t0, last_progress;
+	struct bfo_wentry *e;       /* the batch being built */
+	size_t n, cap;
+	char **owned;               /* strings the batch owns */
+	size_t nowned, capowned;
+	uint64_t batch_bytes;
+	struct bfo_file *held;      /* read entries the batch points into */
+	size_t nheld, capheld;
+	uint16_t *src_of;
+	size_t nsub, capsub;
+	struct src *srcs;
+	size_t nsrcs;
+	uint64_t *skip;             /* read indices whose later pieces are skipped */
+	size_t nskip, capskip;
+	struct hl *hls;
+	size_t nhls, caphls;
+	bool oom;
+};
+
+/* ---------------------------------------------------------- bookkeeping */
+
+static bool grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return true;
+	size_t c = MAX(*cap * 2, MAX(need, 64));
+	void *q = realloc(*p, c * elem);
+
+	if (!q)
+		return false;
+	*p = q;
+	*cap = c;
+	return true;
+}
+
+static void report(struct bfo_copier *c, const char *path, int status)
+{
+	pthread_mutex_lock(&c->lock);
+	c->st.errors++;
+	pthread_mutex_unlock(&c->lock);
+	if (c->cb.error)
+		c->cb.error(c->cb.arg, path, status);
+}
+
+static void progress(struct bfo_copier *c, bool force)
+{
+	uint64_t now = bfo_now_ns();
+	struct bfo_copy_stats st;
+
+	if (!c->cb.progress || (!force && now - c->last_progress < PROGRESS_NS))
+		return;
+	c->last_progress = now;
+	bfo_copier_stats(c, &st);
+	c->cb.progress(c->cb.arg, &st);
+}
+
+static char *own(struct bfo_copier *c, char *s)
+{
+	if (!s || !grow((void **)&c->owned, &c->capowned, c->nowned + 1, sizeof(*c->owned))) {
+		free(s);
+		c->oom = true;
+		return NULL;
+	}
+	c->owned[c->nowned++] = s;
+	return s;
+}
+
+static struct bfo_wentry *add(struct bfo_copier *c)
+{
+	if (!grow((void **)&c->e, &c->cap, c->n + 1, sizeof(*c->e))) {
+		c->oom = true;
+		return NULL;
+	}
+	memset(&c->e[c->n], 0, sizeof(c->e[0]));
+	return &c->e[c->n++];
+}
+
+static char *join(const char *a, const char *b)
+{
+	char *p = malloc(strlen(a) + strlen(b) + 2);
+
+	if (p)
+		sprintf(p, "%s%s%s", a, *a && *b ? "/" : "", b);
+	return p;
+}
+
+/* Packed xattrs of src (name, NUL, uint32 length, value), owned by the batch. */
+static void take_xattrs(struct bfo_copier *c, const char *src, struct bfo_wentry *e)
+{
+	ssize_t n = llistxattr(src, NULL, 0);
+	char *names, *buf;
+	size_t cap = 256, len = 0;
+
+	if (n <= 0)
+		return;
+	names = malloc((size_t)n);
+	buf = malloc(cap);
+	if (!names || !buf || (n = llistxattr(src, names, (size_t)n)) <= 0) {
+		free(names);
+		free(buf);
+		return;
+	}
+	for (char *k = names; k < names + n; k += strlen(k) + 1) {
+		ssize_t vl = lgetxattr(src, k, NULL, 0);
+		size_t kl = strlen(k) + 1;
+
+		if (vl < 0)
+			continue;
+		while (len + kl + sizeof(uint32_t) + (size_t)vl > cap)
+			cap *= 2;
+		char *nb = realloc(buf, cap);
+
+		if (!nb)
+			break;
+		buf = nb;
+		vl = lgetxattr(src, k, buf + len + kl + sizeof(uint32_t), (size_t)vl);
+		if (vl < 0)
+			continue;
+		uint32_t v32 = (uint32_t)vl;
+
+		memcpy(buf + len, k, kl);
+		memcpy(buf + len + kl, &v32, sizeof(v32));
+		len += kl + sizeof(v32) + (size_t)vl;
+	}
+	free(names);
+	if (!len || !own(c, buf)) {
+		if (!len)
+			free(buf);
+		return;
+	}
+	e->xattrs = buf;
+	e->xattrs_len = len;
+}
+
+static void meta_from(struct bfo_copier *c, struct bfo_wentry *e, uint32_t mode, uint32_t uid,
+		      uint32_t gid, int64_t as, uint32_t an, int64_t ms, uint32_t mn)
+{
+	e->mode = mode & 07777;
+	if (!c->archive) {
+		/* cp -r: the source's permission bits less the umask, no set-id
+		 * bits, the current time, owned by whoever copies. */
+		e->mode &= 0777 & ~c->umask;
+		return;
+	}
+	e->flags |= BFO_WENTRY_TIMES;
+	e->atime_sec = as;
+	e->atime_nsec = an;
+	e->mtime_sec = ms;
+	e->mtime_nsec = mn;
+	if (c->is_root) {
+		e->flags |= BFO_WENTRY_OWNER;
+		e->uid = uid;
+		e->gid = gid;
+	}
+}
+
+/* ---------------------------------------------------------- batches */
+
+/* Write the batch, report its failures, give the read entries back. */
+static void flush(struct bfo_copier *c)
+{
+	if (c->n) {
+		int ret = bfo_writer_write(c->w, c->e, (unsigned)c->n);
+		uint64_t files = 0, others = 0, bytes = 0;
+
+		for (size_t i = 0; i < c->n; i++) {
+			struct bfo_wentry *e = &c->e[i];
+
+			if (e->status) {
+				char *full = join(c->root, e->path);
+
+				report(c, full ? full : e->path, e->status);
+				free(full);
+			} else if (e->type == BFO_WTYPE_FILE) {
+				bytes += e->length;
+				files += !(e->flags & (BFO_WENTRY_MORE | BFO_WENTRY_ABORT));
+			} else {
+				others++;
+			}
+		}
+		(void)ret;   /* a batch-level failure set every status: reported */
+		pthread_mutex_lock(&c->lock);
+		c->st.files += files;
+		c->st.others += others;
+		c->st.bytes += bytes;
+		c->st.batches++;
+		pthread_mutex_unlock(&c->lock);
+	}
+	if (c->nheld)
+		bfo_read_release(c->rctx, c->held, (unsigned)c->nheld);
+	c->nheld = 0;
+	for (size_t i = 0; i < c->nowned; i++)
+		free(c->owned[i]);
+	c->nowned = 0;
+	c->n = 0;
+	c->batch_bytes = 0;
+	progress(c, false);
+}
+
+static void maybe_flush(struct bfo_copier *c)
+{
+	if (c->batch_bytes >= c->batch_bytes_max || c->n >= BATCH_MAX_ENTRIES)
+		flush(c);
+}
+
+static const char *hl_find(struct bfo_copier *c, uint64_t dev, uint64_t ino)
+{
+	for (size_t i = 0; i < c->nhls; i++)
+		if (c->hls[i].dev == dev && c->hls[i].ino == ino)
+			return c->hls[i].dest;
+	return NULL;
+}
+
+static bool skipped(struct bfo_copier *c, uint64_t index)
+{
+	for (size_t i = 0; i < c->nskip; i++)
+		if (c->skip[i] == index)
+			return true;
+	return false;
+}
+
+/* The destination of a read result, owned by the batch. */
+static char *dest_of(struct bfo_copier *c, const struct bfo_file *f)
+{
+	const struct src *s = &c->srcs[c->src_of[f->index]];
+	const char *rel = f->path + s->len + (f->path[s->len] == '/');
+
+	return own(c, s->file ? strdup(s->prefix) : join(s->prefix, rel));
+}
+
+/* A delivered file (or piece) becomes a FILE or HARDLINK entry. */
+static void on_read(struct bfo_copier *c, struct bfo_file *f)
+{
+	bool last = f->flags & BFO_FILE_LAST;
+	struct bfo_wentry *e;
+	char *dest;
+
+	if (!grow((void **)&c->held, &c->capheld, c->nheld + 1, sizeof(*c->held))) {
+		bfo_read_release(c->rctx, f, 1);
+		c->oom = true;
+		return;
+	}
+	c->held[c->nheld++] = *f;
+	if (f->offset > 0 && skipped(c, f->index))
+		goto done;                      /* a hard link's later pieces */
+	dest = dest_of(c, f);
+	if (!dest)
+		goto done;
+	if (f->status < 0) {
+		report(c, f->path, f->status);
+		if (f->offset > 0 && (e = add(c))) {    /* earlier pieces were written */
+			e->path = dest;
+			e->type = BFO_WTYPE_FILE;
+			e->flags = BFO_WENTRY_ABORT;
+		}
+		goto done;
+	}
+	/* Hard links: the first path of an inode is copied, the others link
+	 * to that copy (written by an earlier batch, or by this one first). */
+	if (c->archive && f->nlink > 1 && f->offset == 0) {
+		const char *first = hl_find(c, f->dev, f->ino);
+
+		if (first) {
+			if (!(e = add(c)))
+				goto done;
+			e->path = dest;
+			e->type = BFO_WTYPE_HARDLINK;
+			e->data = first;
+			if (!last && grow((void **)&c->skip, &c->capskip, c->nskip + 1, sizeof(*c->skip)))
+				c->skip[c->nskip++] = f->index;
+			goto done;
+		}
+		char *d = strdup(dest);
+
+		if (d && grow((void **)&c->hls, &c->caphls, c->nhls + 1, sizeof(*c->hls)))
+			c->hls[c->nhls++] = (struct hl){ f->dev, f->ino, d };
+		else
+			free(d);
+	}
+	if (!(e = add(c)))
+		goto done;
+	e->path = dest;
+	e->type = BFO_WTYPE_FILE;
+	e->data = f->data;
+	e->length = f->length;
+	e->offset = f->offset;
+	if (!last)
+		e->flags |= BFO_WENTRY_MORE;
+	meta_from(c, e, f->mode, f->uid, f->gid, f->atime_sec, f->atime_nsec, f->mtime_sec,
+		  f->mtime_nsec);
+	if (c->archive && f->offset == 0)
+		take_xattrs(c, f->path, e);
+	c->batch_bytes += f->length;
+done:
+	maybe_flush(c);
+}
+
+/* Take what the read engine has ready; with final, everything until the
+ * read batch has ended. */
+static void drain(struct bfo_copier *c, int timeout_ms, bool final)
+{
+	struct bfo_file files[256];
+	int k;
+
+	for (;;) {
+		k = bfo_read_wait(c->rctx, files, 256, final ? -1 : timeout_ms);
+		if (k > 0) {
+			for (int i = 0; i < k; i++)
+				on_read(c, &files[i]);
+			timeout_ms = 0;
+			continue;
+		}
+		if (k == -ENOBUFS) {     /* our batch holds the arena: write it */
+			flush(c);
+			continue;
+		}
+		if (k < 0 && k != -ETIME && k != -EAGAIN)
+			report(c, "(read engine)", k);
+		return;
+	}
+}
+
+/* Queue a source regular file; its bytes arrive through on_read. */
+static void submit_file(struct bfo_copier *c, const char *src, uint16_t srcno)
+{
+	int ret;
+
+	while ((ret = bfo_read_submit(c->rctx, &src, 1)) == 0)
+		drain(c, 50, false);
+	if (ret < 0) {
+		report(c, src, ret);
+		return;
+	}
+	if (!grow((void **)&c->src_of, &c->capsub, c->nsub + 1, sizeof(*c->src_of))) {
+		c->oom = true;
+		return;
+	}
+	c->src_of[c->nsub++] = srcno;
+}
+
+/* Directories, symbolic links and special files go straight into the batch. */
+static void add_other(struct bfo_copier *c, const char *src, const char *dest, const struct stat *st)
+{
+	struct bfo_wentry *e;
+
+	if (S_ISSOCK(st->st_mode)) {
+		report(c, src, -EOPNOTSUPP);   /* cp cannot recreate a socket either */
+		return;
+	}
+	if (!(e = add(c)) || !(e->path = own(c, strdup(dest)))) {
+		if (e)
+			c->n--;
+		return;
+	}
+	meta_from(c, e, st->st_mode, st->st_uid, st->st_gid, st->st_atim.tv_sec,
+		  (uint32_t)st->st_atim.tv_nsec, st->st_mtim.tv_sec, (uint32_t)st->st_mtim.tv_nsec);
+	if (S_ISDIR(st->st_mode)) {
+		e->type = BFO_WTYPE_DIR;
+	} else if (S_ISLNK(st->st_mode)) {
+		size_t cap = (size_t)st->st_size + 2 > 4096 ? (size_t)st->st_size + 2 : 4096;
+		char *t = malloc(cap);
+		ssize_t k = t ? readlink(src, t, cap - 1) : -1;
+
+		if (k < 0) {
+			report(c, src, t ? -errno : -ENOMEM);
+			free(t);
+			c->n--;
+			return;
+		}
+		t[k] = '\0';
+		e->type = BFO_WTYPE_SYMLINK;
+		e->data = own(c, t);
+	} else if (S_ISFIFO(st->st_mode)) {
+		e->type = BFO_WTYPE_FIFO;
+	} else {
+		e->type = S_ISCHR(st->st_mode) ? BFO_WTYPE_CHR : BFO_WTYPE_BLK;
+		e->rdev = (uint64_t)major(st->st_rdev) << 32 | minor(st->st_rdev);
+	}
+	if (c->archive)
+		take_xattrs(c, src, e);
+	maybe_flush(c);
+}
+
+/* Copy the tree at src (root of source srcno) to prefix. */
+static void copy_tree(struct bfo_copier *c, const char *src, const char *prefix, uint16_t srcno)
+{
+	struct walk *wk = walk_start(src, WALK_THREADS, WALK_BATCH, WALK_SORT | WALK_NOFOLLOW | WALK_ALL);
+	struct walk_file *batch;
+	size_t n, slen = strlen(src);
+	uint64_t skipped_n = 0, errors = 0;
+
+	if (!wk) {
+		report(c, src, -ENOMEM);
+		return;
+	}
+	while (!atomic_load(&c->cancel) && (n = walk_next(wk, &batch)) > 0) {
+		for (size_t i = 0; i < n && !atomic_load(&c->cancel); i++) {
+			const char *p = batch[i].path;
+			char *dest;
+			struct stat st;
+
+			if (batch[i].type == DT_REG) {
+				submit_file(c, p, srcno);
+				continue;
+			}
+			if (lstat(p, &st) < 0) {
+				report(c, p, -errno);
+				continue;
+			}
+			if (S_ISREG(st.st_mode)) {
+				submit_file(c, p, srcno);
+				continue;
+			}
+			dest = join(prefix, p + slen + (p[slen] == '/'));
+			if (dest)
+				add_other(c, p, dest, &st);
+			free(dest);
+		}
+		drain(c, 0, false);
+	}
+	walk_end(wk, &skipped_n, &errors);
+	/* The walk names the directories it could not read itself: count them. */
+	if (errors) {
+		pthread_mutex_lock(&c->lock);
+		c->st.errors += errors;
+		pthread_mutex_unlock(&c->lock);
+	}
+}
+
+/* ---------------------------------------------------------- the API */
+
+static mode_t process_umask(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[256];
+	unsigned v = 022;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Umask: %o", &v) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return (mode_t)v;
+}
+
+BFO_API int bfo_copier_create(struct bfo_copier **out, const struct bfo_opts *ropts,
+			      const struct bfo_write_opts *wopts, uint32_t flags,
+			      const struct bfo_copy_callbacks *cb)
+{
+	struct bfo_copier *c;
+
+	if (!out || (flags & ~(BFO_COPY_ARCHIVE | BFO_COPY_REPLACE)))
+		return -EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	bfo_opts_init(&c->ro);
+	if (ropts)
+		c->ro = *ropts;
+	c->wo.size = sizeof(c->wo);
+	if (wopts)
+		c->wo = *wopts;
+	c->wo.size = sizeof(c->wo);
+	if (flags & BFO_COPY_REPLACE)
+		c->wo.flags |= BFO_WRITE_REPLACE;
+	c->flags = flags;
+	if (cb)
+		c->cb = *cb;
+	pthread_mutex_init(&c->lock, NULL);
+	*out = c;
+	return 0;
+}
+
+static void run_cleanup(struct bfo_copier *c)
+{
+	for (size_t i = 0; i < c->nsrcs; i++) {
+		free(c->srcs[i].root);
+		free(c->srcs[i].prefix);
+	}
+	for (size_t i = 0; i < c->nhls; i++)
+		free(c->hls[i].dest);
+	for (size_t i = 0; i < c->nowned; i++)
+		free(c->owned[i]);
+	free(c->srcs);
+	free(c->src_of);
+	free(c->skip);
+	free(c->hls);
+	free(c->e);
+	free(c->owned);
+	free(c->held);
+	free(c->root);
+	c->srcs = NULL;
+	c->src_of = NULL;
+	c->skip = NULL;
+	c->hls = NULL;
+	c->e = NULL;
+	c->owned = NULL;
+	c->held = NULL;
+	c->root = NULL;
+	c->nsrcs = c->nsub = c->capsub = c->nskip = c->capskip = c->nhls = c->caphls = 0;
+	c->n = c->cap = c->nowned = c->capowned = c->nheld = c->capheld = 0;
+}
+
+BFO_API int bfo_copier_run(struct bfo_copier *c, const char *const *srcs, unsigned nsrc,
+			   const char *dst)
+{
+	struct stat dst_st, src_st;
+	bool dst_is_dir;
+	char *single = NULL;
+	const char *root_meta_src = NULL;
+	int ret;
+
+	if (!c || !srcs || !nsrc || !dst || nsrc > UINT16_MAX)
+		return -EINVAL;
+	for (unsigned i = 0; i < nsrc; i++)
+		if (!srcs[i] || !*srcs[i])
+			return -EINVAL;
+	atomic_store(&c->cancel, false);
+	pthread_mutex_lock(&c->lock);
+	memset(&c->st, 0, sizeof(c->st));
+	pthread_mutex_unlock(&c->lock);
+	c->t0 = bfo_now_ns();
+	c->archive = c->flags & BFO_COPY_ARCHIVE;
+	c->is_root = geteuid() == 0;
+	c->umask = process_umask();
+	c->oom = false;
+
+	/* cp's rules: into DST when it is a directory, else DST is the copy. */
+	dst_is_dir = stat(dst, &dst_st) == 0 && S_ISDIR(dst_st.st_mode);
+	if (nsrc > 1 && !dst_is_dir)
+		return -ENOTDIR;
+	if (dst_is_dir) {
+		c->root = strdup(dst);
+	} else {
+		if (lstat(srcs[0], &src_st) < 0)
+			return -errno;
+		if (S_ISDIR(src_st.st_mode)) {
+			c->root = strdup(dst);
+		} else {
+			char *d1 = strdup(dst), *d2 = strdup(dst);
+
+			if (d1 && d2) {
+				c->root = strdup(dirname(d1));
+				single = strdup(basename(d2));
+			}
+			free(d1);
+			free(d2);
+			if (!single) {
+				free(c->root);
+				c->root = NULL;
+			}
+		}
+	}
+	if (!c->root)
+		return -ENOMEM;
+	ret = bfo_writer_open(&c->w, c->root, &c->wo);
+	if (ret) {
+		free(c->root);
+		c->root = NULL;
+		free(single);
+		return ret;
+	}
+	ret = bfo_ctx_create(&c->rctx, &c->ro);
+	if (ret) {
+		bfo_writer_close(c->w);
+		free(c->root);
+		c->root = NULL;
+		free(single);
+		return ret;
+	}
+	/* A batch takes at most a quarter of the read arena: the engine reads
+	 * ahead into the rest while the batch is written. */
+	{
+		struct bfo_opts d;
+
+		bfo_opts_init(&d);
+		c->batch_bytes_max = (c->ro.arena_bytes ? c->ro.arena_bytes : d.arena_bytes) / 4;
+	}
+	c->srcs = calloc(nsrc, sizeof(*c->srcs));
+	if (!c->srcs)
+		c->oom = true;
+	for (unsigned i = 0; c->srcs && i < nsrc && !atomic_load(&c->cancel); i++) {
+		const char *src = srcs[i];
+		struct src *s = &c->srcs[c->nsrcs];
+		char *sc;
+
+		if (lstat(src, &src_st) < 0) {
+			report(c, src, -errno);
+			continue;
+		}
+		sc = strdup(src);
+		if (!sc) {
+			c->oom = true;
+			break;
+		}
+		for (size_t l = strlen(sc); l > 1 && sc[l - 1] == '/'; l--)
+			sc[l - 1] = '\0';
+		{
+			char *b = strdup(sc);
+
+			s->prefix = b ? strdup(dst_is_dir ? basename(b) : (single ? single : "")) : NULL;
+			free(b);
+		}
+		if (!s->prefix) {
+			free(sc);
+			c->oom = true;
+			break;
+		}
+		s->root = sc;
+		s->len = strlen(sc);
+		s->file = !S_ISDIR(src_st.st_mode);
+		c->nsrcs++;
+		if (S_ISDIR(src_st.st_mode)) {
+			if (*s->prefix)
+				add_other(c, src, s->prefix, &src_st);
+			else
+				root_meta_src = src;   /* the root itself is the copy */
+			copy_tree(c, sc, s->prefix, (uint16_t)i);
+		} else if (S_ISREG(src_st.st_mode)) {
+			submit_file(c, sc, (uint16_t)i);
+		} else {
+			add_other(c, src, s->prefix, &src_st);
+		}
+		drain(c, 0, false);
+	}
+	if (atomic_load(&c->cancel)) {
+		bfo_read_cancel(c->rctx);
+		drain(c, -1, true);
+		c->n = 0;                    /* the unwritten batch is dropped */
+	} else {
+		bfo_read_submit(c->rctx, NULL, 0);
+		bfo_read_finish(c->rctx);
+		drain(c, -1, true);
+	}
+	flush(c);
+
+	struct bfo_stats rst;
+	struct bfo_write_stats wst;
+
+	bfo_read_stats(c->rctx, &rst);
+	bfo_writer_stats(c->w, &wst);
+	ret = bfo_writer_close(c->w);
+	if (ret)
+		report(c, c->root, ret);
+	/* The root standing for a source directory gets its metadata too. */
+	if (root_meta_src && c->archive && !atomic_load(&c->cancel) &&
+	    stat(root_meta_src, &src_st) == 0) {
+		struct timespec ts[2] = { src_st.st_atim, src_st.st_mtim };
+
+		if (c->is_root && lchown(c->root, src_st.st_uid, src_st.st_gid) < 0)
+			report(c, c->root, -errno);
+		if (chmod(c->root, src_st.st_mode & 07777) < 0 || utimensat(AT_FDCWD, c->root, ts, 0) < 0)
+			report(c, c->root, -errno);
+	}
+	bfo_ctx_destroy(c->rctx);
+	c->rctx = NULL;
+	c->w = NULL;
+	pthread_mutex_lock(&c->lock);
+	c->st.read_engine = rst.engine;
+	c->st.write_engine = wst.engine;
+	c->st.ns_total = bfo_now_ns() - c->t0;
+	if (c->oom)
+		c->st.errors++;
+	ret = atomic_load(&c->cancel) ? -ECANCELED : c->oom ? -ENOMEM :
+	      (int)MIN(c->st.errors, (uint64_t)INT32_MAX);
+	pthread_mutex_unlock(&c->lock);
+	progress(c, true);
+	run_cleanup(c);
+	free(single);
+	return ret;
+}
+
+BFO_API int bfo_copier_stats(struct bfo_copier *c, struct bfo_copy_stats *st)
+{
+	if (!c || !st)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	*st = c->st;
+	if (!st->ns_total && c->t0)
+		st->ns_total = bfo_now_ns() - c->t0;
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+BFO_API int bfo_copier_cancel(struct bfo_copier *c)
+{
+	if (!c)
+		return -EINVAL;
+	atomic_store(&c->cancel, true);
+	return 0;
+}
+
+BFO_API void bfo_copier_destroy(struct bfo_copier *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
