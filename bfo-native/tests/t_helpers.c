@@ -15,6 +15,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -913,6 +914,11 @@ static void take_entry(const struct bfo_file *f, char *const *paths, size_t n,
 		r->size = f->size;
 		r->mtime_sec = f->mtime_sec;
 		r->mtime_nsec = f->mtime_nsec;
+		r->ctime_sec = f->ctime_sec;
+		r->ctime_nsec = f->ctime_nsec;
+		r->uid = f->uid;
+		r->gid = f->gid;
+		r->nlink = f->nlink;
 		r->mode = f->mode;
 		r->ino = f->ino;
 		r->dev = f->dev;
@@ -1091,6 +1097,15 @@ void t_expect_plain_at(const char *file, int line, const struct t_result *r,
 			  msg, p, (unsigned long long)at, (unsigned long long)len, t_engine(x->engine));
 	}
 	free(buf);
+	uint64_t dev = (uint64_t)major(st.st_dev) << 32 | minor(st.st_dev);
+
+	if (x->ctime_sec != st.st_ctim.tv_sec || x->ctime_nsec != (uint32_t)st.st_ctim.tv_nsec ||
+	    x->uid != st.st_uid || x->gid != st.st_gid || x->nlink != st.st_nlink || x->dev != dev)
+		t_fail_at(file, line, "[%s] %s: ctime %lld.%09u uid %u gid %u nlink %u dev %llx, "
+			  "stat() gives ctime %lld.%09ld uid %u gid %u nlink %lu dev %llx", msg, p,
+			  (long long)x->ctime_sec, x->ctime_nsec, x->uid, x->gid, x->nlink,
+			  (unsigned long long)x->dev, (long long)st.st_ctim.tv_sec, st.st_ctim.tv_nsec,
+			  st.st_uid, st.st_gid, (unsigned long)st.st_nlink, (unsigned long long)dev);
 	if (x->size != (uint64_t)st.st_size || x->mtime_sec != st.st_mtim.tv_sec ||
 	    x->mtime_nsec != (uint32_t)st.st_mtim.tv_nsec || x->mode != st.st_mode ||
 	    x->ino != st.st_ino)

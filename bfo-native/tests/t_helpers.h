@@ -135,9 +135,10 @@ struct t_result {
 	unsigned pieces;       /* successful pieces (entries with data or length 0) */
 	bool last;             /* an entry with BFO_FILE_LAST came */
 	uint64_t size;
-	int64_t mtime_sec;
-	uint32_t mtime_nsec;
+	int64_t mtime_sec, ctime_sec;
+	uint32_t mtime_nsec, ctime_nsec;
 	uint32_t mode;
+	uint32_t uid, gid, nlink;
 	uint64_t ino;
 	uint64_t dev;
 	uint8_t *data;         /* reassembled bytes (malloc'ed), NULL if none */
@@ -150,7 +151,6 @@ struct t_result {
 /* t_batch_ex flags */
 #define T_PARTIAL  (1u << 0)   /* not every index must be delivered (stop/cancel) */
 #define T_NODATA   (1u << 1)   /* metadata-only / plan-only: no data at all */
-#define T_NOSTORE  (1u << 2)   /* do not keep data (memory), only check it */
 
 /*
  * Run one whole batch on a new context made from o (NULL: defaults):
@@ -172,8 +172,9 @@ uint64_t t_batch_ctx(struct bfo_ctx *ctx, char *const *paths, size_t n,
 struct t_result *t_results_new(size_t n);
 void t_results_free(struct t_result *r, size_t n);
 
-/* Index i was read correctly: status 0, bytes equal read(), size, mtime
- * and mode equal stat() of the path now.  ctx_msg names the run. */
+/* Index i was read correctly: status 0, bytes equal read(); size, mtime,
+ * ctime, mode, inode, device, owner and link count equal stat() of the
+ * path now.  ctx_msg names the run. */
 void t_expect_plain_at(const char *file, int line, const struct t_result *r,
 		       char *const *paths, size_t i, const char *ctx_msg);
 #define t_expect_plain(r, paths, i, msg) t_expect_plain_at(__FILE__, __LINE__, r, paths, i, msg)

@@ -390,6 +390,13 @@ int main(void)
 	close(fd);
 	add(p, "fallocated beyond EOF (KEEP_SIZE)", 0, 0, 0, 0);
 
+	/* two names of one inode (nlink 2) */
+	p = t_path(dir, "hardlink");
+	snprintf(tmp, sizeof(tmp), "%s/regular", dir);
+	if (link(tmp, p) < 0)
+		t_fail("link: %s", strerror(errno));
+	add(p, "hard link", 0, 0, 0, 0);
+
 	/* the same path several times */
 	p = t_path(dir, "dup");
 	t_write_random(p, 33333, 5);
@@ -419,6 +426,28 @@ int main(void)
 		strcat(lp, "/regular");
 		T_ASSERT(strlen(lp) > PATH_MAX, "path not long enough");
 		add(lp, "path longer than PATH_MAX", -ENAMETOOLONG, 0, -ENAMETOOLONG, 0);
+	}
+
+	/* a valid path of PATH_MAX - 1 bytes (the longest a kernel takes) */
+	{
+		char name[256];
+		size_t len = strlen(dir);
+
+		memset(name, 'd', 255);
+		name[255] = '\0';
+		snprintf(tmp, sizeof(tmp), "%s", dir);
+		/* directories of 200 bytes while the rest needs more than one name */
+		while (PATH_MAX - 1 - len - 1 > 255) {
+			snprintf(tmp + len, sizeof(tmp) - len, "/%.200s", name);
+			len += 201;
+			if (mkdir(tmp, 0755) < 0)
+				t_fail("mkdir (long path): %s", strerror(errno));
+		}
+		snprintf(tmp + len, sizeof(tmp) - len, "/%.*s", (int)(PATH_MAX - 2 - len), name);
+		t_write_random(tmp, 6000, 13);
+		p = t_pathf("%s", tmp);
+		T_ASSERT(strlen(p) == PATH_MAX - 1, "long path of %zu bytes", strlen(p));
+		add(p, "path of PATH_MAX - 1 bytes", 0, 0, 0, 0);
 	}
 
 	/* names that are not UTF-8, with spaces and a newline */
