@@ -35,6 +35,9 @@
 struct hl {                         /* first copy of a multiply linked inode */
 	uint64_t dev, ino;
 	char *dest;
+	bool pending;               /* arriving in pieces: not at its name yet */
+	char **waiting;             /* other names, linked after its last piece */
+	size_t nwaiting;
 };
 
 struct src {
@@ -76,6 +79,9 @@ struct bfo_copier {
 	struct hl *hls;
 	size_t nhls, caphls;
 	bool oom;
+	bool reading;               /* a read batch was started */
+	uid_t euid;
+	gid_t egid;
 };
 
 /* ---------------------------------------------------------- bookkeeping */
@@ -198,10 +204,20 @@ static void meta_from(struct bfo_copier *c, struct bfo_wentry *e, uint32_t mode,
 {
 	e->mode = mode & 07777;
 	if (!c->archive) {
-		/* cp -r: the source's permission bits less the umask, no set-id
-		 * bits, the current time, owned by whoever copies. */
-		e->mode &= 0777 & ~c->umask;
+		/* cp -r: the source's permission bits (sticky included) less
+		 * the umask, no set-id bits, the current time, owned by whoever
+		 * copies. */
+		e->mode &= 01777 & ~c->umask;
 		return;
+	}
+	/* Set-id bits only go with the owner they belong to: when the copy
+	 * cannot be given the source's owner or group, cp -a drops them, and
+	 * so does this. */
+	if (!c->is_root) {
+		if (uid != c->euid)
+			e->mode &= ~(uint32_t)S_ISUID;
+		if (gid != c->egid)
+			e->mode &= ~(uint32_t)S_ISGID;
 	}
 	e->flags |= BFO_WENTRY_TIMES;
 	e->atime_sec = as;
@@ -264,11 +280,11 @@ static void maybe_flush(struct bfo_copier *c)
 		flush(c);
 }
 
-static const char *hl_find(struct bfo_copier *c, uint64_t dev, uint64_t ino)
+static struct hl *hl_get(struct bfo_copier *c, uint64_t dev, uint64_t ino)
 {
 	for (size_t i = 0; i < c->nhls; i++)
 		if (c->hls[i].dev == dev && c->hls[i].ino == ino)
-			return c->hls[i].dest;
+			return &c->hls[i];
 	return NULL;
 }
 
@@ -309,6 +325,17 @@ static void on_read(struct bfo_copier *c, struct bfo_file *f)
 		goto done;
 	if (f->status < 0) {
 		report(c, f->path, f->status);
+		/* Names waiting to link to this copy cannot: they fail too. */
+		struct hl *h = c->archive && f->nlink > 1 ? hl_get(c, f->dev, f->ino) : NULL;
+
+		if (h && h->pending && !strcmp(h->dest, dest)) {
+			for (size_t k = 0; k < h->nwaiting; k++) {
+				report(c, h->waiting[k], f->status);
+				free(h->waiting[k]);
+			}
+			h->nwaiting = 0;
+			h->pending = false;
+		}
 		if (f->offset > 0 && (e = add(c))) {    /* earlier pieces were written */
 			e->path = dest;
 			e->type = BFO_WTYPE_FILE;
@@ -317,24 +344,38 @@ static void on_read(struct bfo_copier *c, struct bfo_file *f)
 		goto done;
 	}
 	/* Hard links: the first path of an inode is copied, the others link
-	 * to that copy (written by an earlier batch, or by this one first). */
+	 * to that copy (written by an earlier batch, or by this one first;
+	 * a copy still arriving in pieces gets its links after its last). */
 	if (c->archive && f->nlink > 1 && f->offset == 0) {
-		const char *first = hl_find(c, f->dev, f->ino);
+		struct hl *h = hl_get(c, f->dev, f->ino);
 
-		if (first) {
+		if (h) {
+			if (!last && grow((void **)&c->skip, &c->capskip, c->nskip + 1, sizeof(*c->skip)))
+				c->skip[c->nskip++] = f->index;
+			if (h->pending) {
+				char **t = realloc(h->waiting, (h->nwaiting + 1) * sizeof(*t));
+				char *d = strdup(dest);
+
+				if (t && d) {
+					h->waiting = t;
+					h->waiting[h->nwaiting++] = d;
+				} else {
+					free(d);
+					c->oom = true;
+				}
+				goto done;
+			}
 			if (!(e = add(c)))
 				goto done;
 			e->path = dest;
 			e->type = BFO_WTYPE_HARDLINK;
-			e->data = first;
-			if (!last && grow((void **)&c->skip, &c->capskip, c->nskip + 1, sizeof(*c->skip)))
-				c->skip[c->nskip++] = f->index;
+			e->data = h->dest;
 			goto done;
 		}
 		char *d = strdup(dest);
 
 		if (d && grow((void **)&c->hls, &c->caphls, c->nhls + 1, sizeof(*c->hls)))
-			c->hls[c->nhls++] = (struct hl){ f->dev, f->ino, d };
+			c->hls[c->nhls++] = (struct hl){ f->dev, f->ino, d, !last, NULL, 0 };
 		else
 			free(d);
 	}
@@ -349,8 +390,31 @@ static void on_read(struct bfo_copier *c, struct bfo_file *f)
 		e->flags |= BFO_WENTRY_MORE;
 	meta_from(c, e, f->mode, f->uid, f->gid, f->atime_sec, f->atime_nsec, f->mtime_sec,
 		  f->mtime_nsec);
-	if (c->archive && f->offset == 0)
+	/* A file in pieces takes its metadata, xattrs included, with its
+	 * last piece (when it gets its name). */
+	if (c->archive && last)
 		take_xattrs(c, f->path, e);
+	if (last && f->offset > 0 && c->archive && f->nlink > 1) {
+		struct hl *h = hl_get(c, f->dev, f->ino);
+
+		if (h && h->pending && !strcmp(h->dest, dest)) {
+			/* The copy is complete in this batch: its other names
+			 * follow it (the writer links after it renames). */
+			h->pending = false;
+			for (size_t k = 0; k < h->nwaiting; k++) {
+				struct bfo_wentry *l = add(c);
+
+				if (!l)
+					break;
+				l->path = own(c, h->waiting[k]);
+				l->type = BFO_WTYPE_HARDLINK;
+				l->data = h->dest;
+			}
+			free(h->waiting);
+			h->waiting = NULL;
+			h->nwaiting = 0;
+		}
+	}
 	c->batch_bytes += f->length;
 done:
 	maybe_flush(c);
@@ -363,6 +427,8 @@ static void drain(struct bfo_copier *c, int timeout_ms, bool final)
 	struct bfo_file files[256];
 	int k;
 
+	if (!c->reading)
+		return;                  /* nothing submitted: no batch to wait on */
 	for (;;) {
 		k = bfo_read_wait(c->rctx, files, 256, final ? -1 : timeout_ms);
 		if (k > 0) {
@@ -392,6 +458,7 @@ static void submit_file(struct bfo_copier *c, const char *src, uint16_t srcno)
 		report(c, src, ret);
 		return;
 	}
+	c->reading = true;
 	if (!grow((void **)&c->src_of, &c->capsub, c->nsub + 1, sizeof(*c->src_of))) {
 		c->oom = true;
 		return;
@@ -464,7 +531,9 @@ static void copy_tree(struct bfo_copier *c, const char *src, const char *prefix,
 				submit_file(c, p, srcno);
 				continue;
 			}
-			if (lstat(p, &st) < 0) {
+			if (batch[i].st)
+				st = *batch[i].st;   /* taken before the walk read it */
+			else if (lstat(p, &st) < 0) {
 				report(c, p, -errno);
 				continue;
 			}
@@ -486,6 +555,27 @@ static void copy_tree(struct bfo_copier *c, const char *src, const char *prefix,
 		c->st.errors += errors;
 		pthread_mutex_unlock(&c->lock);
 	}
+}
+
+/* The destination root stands for a source directory: its xattrs too. */
+static void copy_root_xattrs(const char *src, const char *dst)
+{
+	ssize_t n = llistxattr(src, NULL, 0);
+	char *names = n > 0 ? malloc((size_t)n) : NULL;
+
+	if (!names || (n = llistxattr(src, names, (size_t)n)) <= 0) {
+		free(names);
+		return;
+	}
+	for (char *k = names; k < names + n; k += strlen(k) + 1) {
+		ssize_t vl = lgetxattr(src, k, NULL, 0);
+		char *v = vl >= 0 ? malloc((size_t)vl + 1) : NULL;
+
+		if (v && (vl = lgetxattr(src, k, v, (size_t)vl)) >= 0)
+			lsetxattr(dst, k, v, (size_t)vl, 0);
+		free(v);
+	}
+	free(names);
 }
 
 /* ---------------------------------------------------------- the API */
@@ -538,8 +628,12 @@ static void run_cleanup(struct bfo_copier *c)
 		free(c->srcs[i].root);
 		free(c->srcs[i].prefix);
 	}
-	for (size_t i = 0; i < c->nhls; i++)
+	for (size_t i = 0; i < c->nhls; i++) {
 		free(c->hls[i].dest);
+		for (size_t k = 0; k < c->hls[i].nwaiting; k++)
+			free(c->hls[i].waiting[k]);
+		free(c->hls[i].waiting);
+	}
 	for (size_t i = 0; i < c->nowned; i++)
 		free(c->owned[i]);
 	free(c->srcs);
@@ -569,6 +663,7 @@ BFO_API int bfo_copier_run(struct bfo_copier *c, const char *const *srcs, unsign
 	bool dst_is_dir;
 	char *single = NULL;
 	const char *root_meta_src = NULL;
+	struct stat root_meta_st;
 	int ret;
 
 	if (!c || !srcs || !nsrc || !dst || nsrc > UINT16_MAX)
@@ -583,8 +678,11 @@ BFO_API int bfo_copier_run(struct bfo_copier *c, const char *const *srcs, unsign
 	c->t0 = bfo_now_ns();
 	c->archive = c->flags & BFO_COPY_ARCHIVE;
 	c->is_root = geteuid() == 0;
+	c->euid = geteuid();
+	c->egid = getegid();
 	c->umask = process_umask();
 	c->oom = false;
+	c->reading = false;
 
 	/* cp's rules: into DST when it is a directory, else DST is the copy. */
 	dst_is_dir = stat(dst, &dst_st) == 0 && S_ISDIR(dst_st.st_mode);
@@ -593,8 +691,10 @@ BFO_API int bfo_copier_run(struct bfo_copier *c, const char *const *srcs, unsign
 	if (dst_is_dir) {
 		c->root = strdup(dst);
 	} else {
-		if (lstat(srcs[0], &src_st) < 0)
-			return -errno;
+		if (lstat(srcs[0], &src_st) < 0) {
+			report(c, srcs[0], -errno);   /* named: dst is not the problem */
+			return 1;
+		}
 		if (S_ISDIR(src_st.st_mode)) {
 			c->root = strdup(dst);
 		} else {
@@ -642,7 +742,8 @@ BFO_API int bfo_copier_run(struct bfo_copier *c, const char *const *srcs, unsign
 		c->oom = true;
 	for (unsigned i = 0; c->srcs && i < nsrc && !atomic_load(&c->cancel); i++) {
 		const char *src = srcs[i];
-		struct src *s = &c->srcs[c->nsrcs];
+		uint16_t srcno = (uint16_t)c->nsrcs;   /* sources that failed have no slot */
+		struct src *s = &c->srcs[srcno];
 		char *sc;
 
 		if (lstat(src, &src_st) < 0) {
@@ -672,24 +773,27 @@ BFO_API int bfo_copier_run(struct bfo_copier *c, const char *const *srcs, unsign
 		s->file = !S_ISDIR(src_st.st_mode);
 		c->nsrcs++;
 		if (S_ISDIR(src_st.st_mode)) {
-			if (*s->prefix)
+			if (*s->prefix) {
 				add_other(c, src, s->prefix, &src_st);
-			else
+			} else {
 				root_meta_src = src;   /* the root itself is the copy */
-			copy_tree(c, sc, s->prefix, (uint16_t)i);
+				root_meta_st = src_st; /* as it was before the walk read it */
+			}
+			copy_tree(c, sc, s->prefix, srcno);
 		} else if (S_ISREG(src_st.st_mode)) {
-			submit_file(c, sc, (uint16_t)i);
+			submit_file(c, sc, srcno);
 		} else {
 			add_other(c, src, s->prefix, &src_st);
 		}
 		drain(c, 0, false);
 	}
 	if (atomic_load(&c->cancel)) {
-		bfo_read_cancel(c->rctx);
-		drain(c, -1, true);
+		if (c->reading) {
+			bfo_read_cancel(c->rctx);
+			drain(c, -1, true);
+		}
 		c->n = 0;                    /* the unwritten batch is dropped */
-	} else {
-		bfo_read_submit(c->rctx, NULL, 0);
+	} else if (c->reading) {
 		bfo_read_finish(c->rctx);
 		drain(c, -1, true);
 	}
@@ -704,13 +808,14 @@ BFO_API int bfo_copier_run(struct bfo_copier *c, const char *const *srcs, unsign
 	if (ret)
 		report(c, c->root, ret);
 	/* The root standing for a source directory gets its metadata too. */
-	if (root_meta_src && c->archive && !atomic_load(&c->cancel) &&
-	    stat(root_meta_src, &src_st) == 0) {
-		struct timespec ts[2] = { src_st.st_atim, src_st.st_mtim };
+	if (root_meta_src && c->archive && !atomic_load(&c->cancel)) {
+		struct timespec ts[2] = { root_meta_st.st_atim, root_meta_st.st_mtim };
 
-		if (c->is_root && lchown(c->root, src_st.st_uid, src_st.st_gid) < 0)
+		if (c->is_root && lchown(c->root, root_meta_st.st_uid, root_meta_st.st_gid) < 0)
 			report(c, c->root, -errno);
-		if (chmod(c->root, src_st.st_mode & 07777) < 0 || utimensat(AT_FDCWD, c->root, ts, 0) < 0)
+		copy_root_xattrs(root_meta_src, c->root);
+		if (chmod(c->root, root_meta_st.st_mode & 07777) < 0 ||
+		    utimensat(AT_FDCWD, c->root, ts, 0) < 0)
 			report(c, c->root, -errno);
 	}
 	bfo_ctx_destroy(c->rctx);

@@ -22,8 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define XXH_INLINE_ALL
@@ -51,7 +53,7 @@ struct buf {
 
 static void put(struct buf *b, const void *d, size_t n)
 {
-	if (b->oom)
+	if (b->oom || n == 0)
 		return;
 	if (b->len + n > b->cap) {
 		size_t c = MAX(b->cap * 2, b->len + n + 4096);
@@ -89,8 +91,23 @@ static void get(struct rd *r, void *d, size_t n)
 
 #define GET(r, v) get((r), &(v), sizeof(v))
 
+static int record_write(int jfd, const char *name, const struct mentry *m, uint32_t n,
+			const char *stem, uint32_t engine, int *fd_out, bool durable);
+
 int journal_manifest_write(int jfd, const char *name, const struct mentry *m, uint32_t n,
 			   const char *stem, uint32_t engine, int *fd_out)
+{
+	return record_write(jfd, name, m, n, stem, engine, fd_out, true);
+}
+
+/* A record that becomes durable with the next sync of the file system. */
+int journal_record_write(int jfd, const char *name, const struct mentry *m, uint32_t n, int *fd_out)
+{
+	return record_write(jfd, name, m, n, NULL, 0, fd_out, false);
+}
+
+static int record_write(int jfd, const char *name, const struct mentry *m, uint32_t n,
+			const char *stem, uint32_t engine, int *fd_out, bool durable)
 {
 	struct buf b = { 0 };
 	uint32_t stemlen = stem ? (uint32_t)strlen(stem) : 0;
@@ -144,9 +161,9 @@ int journal_manifest_write(int jfd, const char *name, const struct mentry *m, ui
 			off += (size_t)k;
 	}
 	/* The manifest and its directory entry are durable before any data. */
-	if (!ret && fdatasync(fd) < 0)
+	if (!ret && durable && fdatasync(fd) < 0)
 		ret = -errno;
-	if (!ret && fsync(jfd) < 0)
+	if (!ret && durable && fsync(jfd) < 0)
 		ret = -errno;
 	free(b.p);
 	if (ret) {
@@ -156,6 +173,31 @@ int journal_manifest_write(int jfd, const char *name, const struct mentry *m, ui
 	}
 	*fd_out = fd;
 	return 0;
+}
+
+/*
+ * Return once a file created from now on is born strictly after the
+ * manifest open on fd (see is_ours).  File systems stamp files with the
+ * coarse real-time clock, truncated to their granularity: a birth time
+ * (or, without one, ctime) with no nanoseconds marks whole seconds.  The
+ * wait is about one clock tick, or under a second on coarse file systems.
+ */
+void journal_wait_past(int fd)
+{
+	struct statx sx;
+	struct statx_timestamp t;
+	struct timespec now, nap = { 0, 1000000 };
+
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_BTIME | STATX_CTIME, &sx) < 0)
+		return;
+	t = (sx.stx_mask & STATX_BTIME) ? sx.stx_btime : sx.stx_ctime;
+	for (;;) {
+		clock_gettime(CLOCK_REALTIME_COARSE, &now);
+		if (t.tv_nsec == 0 ? now.tv_sec > t.tv_sec :
+		    now.tv_sec > t.tv_sec || (now.tv_sec == t.tv_sec && now.tv_nsec > (long)t.tv_nsec))
+			return;
+		nanosleep(&nap, NULL);
+	}
 }
 
 /* ------------------------------------------------------------ recovery */
@@ -168,7 +210,13 @@ struct recovery {
 	struct bfo_recover_stats *st;
 };
 
-/* Was the file at dfd/base created by the batch (not before it)? */
+/*
+ * Was the file created by the batch?  Only a file born strictly after the
+ * manifest: the writer waits, once its manifest is durable, until the file
+ * system's clock has moved past the manifest's time before it creates
+ * anything (journal_wait_past), so a file born in the manifest's own clock
+ * tick predates the batch and is never taken for one of its files.
+ */
 static bool is_ours(const struct recovery *r, const struct statx *sx)
 {
 	const struct statx_timestamp *a, *b;
@@ -180,7 +228,7 @@ static bool is_ours(const struct recovery *r, const struct statx *sx)
 		a = &sx->stx_ctime;
 		b = &r->t0.stx_ctime;
 	}
-	return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec >= b->tv_nsec);
+	return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec > b->tv_nsec);
 }
 
 static int hash_fd(int fd, uint64_t size, uint64_t off, uint64_t *out)
@@ -280,13 +328,18 @@ static void recover_entry(struct recovery *r, const struct mentry *m)
 		return;
 	if (statx(dfd, base, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_SIZE | STATX_BTIME | STATX_CTIME,
 		  &sx) == 0) {
+		/* A temporary's name is unique to the writer that made it (and
+		 * a file in pieces keeps its temporary across batches, so it
+		 * may be older than this manifest): it goes by name. */
+		if (m->kind == M_TEMP) {
+			if (!strncmp(base, BFO_TMP_PREFIX, sizeof(BFO_TMP_PREFIX) - 1) &&
+			    S_ISREG(sx.stx_mode) && unlinkat(dfd, base, 0) == 0)
+				r->st->removed++;
+			goto out;
+		}
 		if (!is_ours(r, &sx))
 			goto out;
 		switch (m->kind) {
-		case M_TEMP:
-			if (unlinkat(dfd, base, 0) == 0)
-				r->st->removed++;
-			goto out;
 		case M_FILE:
 			if (S_ISREG(sx.stx_mode) && sx.stx_size == m->size) {
 				int fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -319,9 +372,10 @@ static void recover_entry(struct recovery *r, const struct mentry *m)
 			goto out;
 		}
 		default:
-			/* Hard links, fifos, device nodes appear whole; finish
-			 * their metadata (a hard link shares its source's). */
-			if (m->wtype != BFO_WTYPE_HARDLINK && m->wtype != BFO_WTYPE_DIR)
+			/* Hard links, fifos, device nodes and directories appear
+			 * whole; finish their metadata (a hard link shares its
+			 * source's). */
+			if (m->wtype != BFO_WTYPE_HARDLINK)
 				apply_meta(dfd, base, m, false);
 			r->st->complete++;
 			goto out;
@@ -466,7 +520,15 @@ int journal_recover(int rootfd, int jfd, struct bfo_recover_stats *st)
 
 	while ((de = readdir(d))) {
 		size_t l = strlen(de->d_name);
+		int pid;
 
+		/* A writer killed while probing for shared blocks left its
+		 * probe files: they go once that process is gone. */
+		if (sscanf(de->d_name, "probe-%d-", &pid) == 1) {
+			if (kill(pid, 0) < 0 && errno == ESRCH)
+				unlinkat(dfd, de->d_name, 0);
+			continue;
+		}
 		if (l < 3 || strcmp(de->d_name + l - 2, ".m"))
 			continue;
 		if (nn == cap) {

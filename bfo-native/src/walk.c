@@ -83,16 +83,19 @@ static void push_dir_locked(struct walk *w, char *path)
 }
 
 /* Append one entry; waits while the fill buffer is full. */
-static void add_file_locked(struct walk *w, ino_t ino, unsigned char type, char *path)
+static void add_file_locked(struct walk *w, ino_t ino, unsigned char type, char *path,
+			    struct stat *st)
 {
 	while (w->nfill == w->cap && !w->stop)
 		pthread_cond_wait(&w->cond, &w->lock);
 	if (w->stop) {
 		free(path);
+		free(st);
 		return;
 	}
 	w->fill[w->nfill].ino = ino;
 	w->fill[w->nfill].type = type;
+	w->fill[w->nfill].st = st;
 	w->fill[w->nfill++].path = path;
 	if (w->nfill == w->cap)
 		pthread_cond_broadcast(&w->cond);
@@ -134,18 +137,29 @@ static void read_dir(struct walk *w, char *dir)
 				ino = st.st_ino;
 			}
 		}
+		/* A directory's metadata as it is before it is read: reading
+		 * it updates its atime, which a copy keeps (as cp -a does). */
+		struct stat *dst = NULL;
+
+		if (t == DT_DIR && w->all && (dst = malloc(sizeof(*dst))) &&
+		    lstat(p, dst) < 0) {
+			free(dst);
+			dst = NULL;
+		}
 		pthread_mutex_lock(&w->lock);
 		if (t == DT_DIR) {
 			if (w->all) {
 				char *q = strdup(p);
 
 				if (q)
-					add_file_locked(w, ino, DT_DIR, q);
+					add_file_locked(w, ino, DT_DIR, q, dst);
+				else
+					free(dst);
 			}
 			push_dir_locked(w, p);
 			pthread_cond_broadcast(&w->cond);
 		} else if (t == DT_REG || w->all) {
-			add_file_locked(w, ino, t, p);
+			add_file_locked(w, ino, t, p, NULL);
 		} else {
 			w->skipped++;
 			free(p);
@@ -225,8 +239,10 @@ size_t walk_next(struct walk *w, struct walk_file **files)
 {
 	struct walk_file *t;
 
-	for (size_t i = 0; i < w->nout; i++)
+	for (size_t i = 0; i < w->nout; i++) {
 		free(w->out[i].path);
+		free(w->out[i].st);
+	}
 	w->nout = 0;
 	pthread_mutex_lock(&w->lock);
 	while (w->nfill < w->cap && !walk_done_locked(w))
@@ -259,10 +275,14 @@ void walk_end(struct walk *w, uint64_t *skipped, uint64_t *errors)
 		*skipped += w->skipped;
 	if (errors)
 		*errors += w->errors;
-	for (size_t i = 0; i < w->nout; i++)
+	for (size_t i = 0; i < w->nout; i++) {
 		free(w->out[i].path);
-	for (size_t i = 0; i < w->nfill; i++)
+		free(w->out[i].st);
+	}
+	for (size_t i = 0; i < w->nfill; i++) {
 		free(w->fill[i].path);
+		free(w->fill[i].st);
+	}
 	for (size_t i = 0; i < w->ndirs; i++)
 		free(w->dirs[i]);
 	free(w->dirs);

@@ -7,12 +7,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 struct walk_file {
 	ino_t ino;
 	unsigned char type;     /* DT_REG, or with WALK_ALL any DT_* */
 	char *path;
+	struct stat *st;        /* WALK_ALL directories: lstat taken before the
+				   walk read them (their atime unchanged) */
 };
 
 /* walk_start flags */

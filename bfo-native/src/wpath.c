@@ -67,10 +67,10 @@ int wpath_open_dir(int rootfd, const char *dir, bool create)
 	char *copy, *p, *save = NULL;
 
 	fd = openat2_beneath(rootfd, *dir ? dir : ".");
-	if (fd >= 0 || fd != -ENOENT || !create)
+	if (fd >= 0 || (fd != -ENAMETOOLONG && (fd != -ENOENT || !create)))
 		return fd;
-	/* Create what is missing, one component at a time, each resolved
-	 * like the whole path. */
+	/* One component at a time, each resolved like the whole path: to
+	 * create what is missing, or for a path longer than PATH_MAX. */
 	copy = strdup(dir);
 	if (!copy)
 		return -ENOMEM;
@@ -78,7 +78,7 @@ int wpath_open_dir(int rootfd, const char *dir, bool create)
 	for (p = strtok_r(copy, "/", &save); p && cur >= 0; p = strtok_r(NULL, "/", &save)) {
 		int next = openat2_beneath(cur, p);
 
-		if (next == -ENOENT) {
+		if (next == -ENOENT && create) {
 			if (mkdirat(cur, p, 0755) < 0 && errno != EEXIST) {
 				next = -errno;
 			} else {

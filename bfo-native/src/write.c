@@ -44,6 +44,8 @@
 
 struct wdir {                       /* a DIR entry: metadata applied at close */
 	char *path;
+	void *xattrs;               /* a copy: the caller's buffer is gone by then */
+	uint64_t xattrs_len;
 	uint32_t mode, uid, gid, flags;
 	int64_t atime_sec, mtime_sec;
 	uint32_t atime_nsec, mtime_nsec;
@@ -55,6 +57,8 @@ struct wstream {                    /* a file arriving in pieces */
 	int fd;
 	int dfd;
 	uint64_t next;              /* bytes written so far */
+	int jfd;                    /* its journal record (flock'ed), or -1 */
+	char jname[96];
 };
 
 struct bfo_writer {
@@ -275,8 +279,11 @@ static int write_file(struct wbatch *b, int dfd, uint32_t i)
 		}
 	}
 	ret = write_all(fd, (const uint8_t *)e->data + done, e->length - done, done);
-	if (!ret && w->o.durability == BFO_DURABILITY_EACH && fsync(fd) < 0)
-		ret = -errno;
+	if (!ret && w->o.durability == BFO_DURABILITY_EACH) {
+		if (fsync(fd) < 0)
+			ret = -errno;
+		stat_add(&w->st.syncs, 1);
+	}
 	if (!ret)
 		ret = meta_fd(fd, e, exact);
 	if (close(fd) < 0 && !ret)
@@ -293,7 +300,7 @@ static int write_file(struct wbatch *b, int dfd, uint32_t i)
 static int write_special(struct wbatch *b, int dfd, uint32_t i)
 {
 	struct bfo_wentry *e = &b->e[i];
-	const char *name = base_of(e->path);
+	const char *name = b->temps && b->temps[i] ? b->temps[i] : base_of(e->path);
 	bool link = e->type == BFO_WTYPE_SYMLINK;
 	int ret;
 
@@ -336,6 +343,15 @@ static int write_dir(struct wbatch *b, int dfd, uint32_t i)
 			   .atime_nsec = e->atime_nsec, .mtime_nsec = e->mtime_nsec };
 	if (!d.path)
 		return -ENOMEM;
+	if (e->xattrs_len) {
+		d.xattrs = malloc(e->xattrs_len);
+		if (!d.xattrs) {
+			free(d.path);
+			return -ENOMEM;
+		}
+		memcpy(d.xattrs, e->xattrs, e->xattrs_len);
+		d.xattrs_len = e->xattrs_len;
+	}
 	pthread_mutex_lock(&w->lock);
 	if (w->ndirs == w->capdirs) {
 		size_t c = w->capdirs ? w->capdirs * 2 : 64;
@@ -344,6 +360,7 @@ static int write_dir(struct wbatch *b, int dfd, uint32_t i)
 		if (!t) {
 			pthread_mutex_unlock(&w->lock);
 			free(d.path);
+			free(d.xattrs);
 			return -ENOMEM;
 		}
 		w->dirs = t;
@@ -471,7 +488,15 @@ static int uring_files(struct wbatch *b, uint32_t *idx, int *dfds, uint32_t n)
 	for (nfree = 0; nfree < qd; nfree++)
 		free_slots[nfree] = nfree;
 	while (done < n) {
-		while (nfree && sub < n) {
+		/* STOP_ON_ERROR: what is not submitted yet is cancelled. */
+		while (sub < n && atomic_load(&b->stop)) {
+			b->e[idx[sub]].status = -ECANCELED;
+			sub++;
+			done++;
+		}
+		if (done == n)
+			break;
+		while (nfree && sub < n && !atomic_load(&b->stop)) {
 			uint32_t i = idx[sub], s = free_slots[--nfree];
 			struct bfo_wentry *e = &b->e[i];
 			const char *name = b->temps && b->temps[i] ? b->temps[i] : base_of(e->path);
@@ -516,6 +541,8 @@ static int uring_files(struct wbatch *b, uint32_t *idx, int *dfds, uint32_t n)
 			 * error is the one reported. */
 			if (op == 2 && cqe->res >= 0)
 				c->written = cqe->res;
+			if (op == 3)
+				stat_add(&w->st.syncs, 1);
 			else if (cqe->res < 0 && cqe->res != -ECANCELED && !c->err)
 				c->err = cqe->res;
 			if (op == 4) {
@@ -663,6 +690,10 @@ static void stream_drop(struct bfo_writer *w, struct wstream *s, bool unlink_tem
 		close(s->fd);
 	if (unlink_temp)
 		unlinkat(s->dfd, s->temp, 0);
+	if (s->jfd >= 0) {
+		unlinkat(w->jfd, s->jname, 0);
+		close(s->jfd);
+	}
 	close(s->dfd);
 	free(s->path);
 	free(s->temp);
@@ -713,10 +744,27 @@ static int write_piece(struct wbatch *b, uint32_t i)
 			return ret;
 		}
 		s = &w->streams[w->nstreams++];
-		*s = (struct wstream){ .path = strdup(e->path), .temp = strdup(tmp), .fd = fd, .dfd = dfd };
+		*s = (struct wstream){ .path = strdup(e->path), .temp = strdup(tmp), .fd = fd, .dfd = dfd,
+				       .jfd = -1 };
 		if (!s->path || !s->temp) {
 			stream_drop(w, s, true);
 			return -ENOMEM;
+		}
+		/* The temporary outlives this batch's manifest: its own record
+		 * keeps it known to recovery until the file is complete (it is
+		 * made durable by this batch's sync, like everything else). */
+		if (w->o.durability != BFO_DURABILITY_NONE) {
+			char tp[BFO_WPATH_MAX + 64];
+			struct mentry me = { .kind = M_TEMP, .stem_off = UINT64_MAX, .path = tp };
+
+			snprintf(tp, sizeof(tp), "%s%s%s", dir, *dir ? "/" : "", tmp);
+			snprintf(s->jname, sizeof(s->jname), "s-%d-%x-%s.m", (int)getpid(), w->id,
+				 tmp + sizeof(BFO_TMP_PREFIX) - 1);
+			ret = journal_record_write(w->jfd, s->jname, &me, 1, &s->jfd);
+			if (ret) {
+				stream_drop(w, s, true);
+				return ret;
+			}
 		}
 	}
 	if (e->offset != s->next) {
@@ -809,10 +857,17 @@ static void link_pass(struct wbatch *b)
 		int dfd = sfd < 0 ? sfd : wpath_open_dir(b->w->rootfd, ddir, true);
 		int ret = 0;
 
+		const char *tmp = b->temps ? b->temps[i] : NULL;
+
 		if (sfd < 0 || dfd < 0)
 			ret = sfd < 0 ? sfd : dfd;
-		else if (linkat(sfd, sbase, dfd, dbase, 0) < 0)
+		else if (linkat(sfd, sbase, dfd, tmp ? tmp : dbase, 0) < 0)
 			ret = -errno;
+		else if (tmp && renameat(dfd, tmp, dfd, dbase) < 0) {
+			/* REPLACE: the new link takes the name atomically. */
+			ret = -errno;
+			unlinkat(dfd, tmp, 0);
+		}
 		if (sfd >= 0)
 			close(sfd);
 		if (dfd >= 0)
@@ -829,7 +884,7 @@ static void rename_pass(struct wbatch *b)
 	for (uint32_t i = 0; i < b->n; i++) {
 		struct bfo_wentry *e = &b->e[i];
 
-		if (!b->temps[i])
+		if (!b->temps[i] || e->type == BFO_WTYPE_HARDLINK)
 			continue;
 		const char *base = wpath_split(e->path, dir, sizeof(dir));
 		int dfd = wpath_open_dir(b->w->rootfd, dir, false);
@@ -982,7 +1037,9 @@ BFO_API int bfo_writer_write(struct bfo_writer *w, struct bfo_wentry *e, unsigne
 			continue;
 		}
 		b.order[nordered++] = i;
-		if (b.temps && (e[i].type == BFO_WTYPE_FILE)) {
+		/* REPLACE: everything but directories is made under a temporary
+		 * name and renamed over its target once the data is durable. */
+		if (b.temps && e[i].type != BFO_WTYPE_DIR) {
 			char tmp[64];
 
 			tmp_name(w, tmp, sizeof(tmp));
@@ -996,6 +1053,22 @@ BFO_API int bfo_writer_write(struct bfo_writer *w, struct bfo_wentry *e, unsigne
 		}
 	}
 	qsort_r(b.order, nordered, sizeof(*b.order), order_cmp, e);
+	/* STOP_ON_ERROR: an invalid entry ends the batch before anything is
+	 * written. */
+	if (w->o.flags & BFO_WRITE_STOP_ON_ERROR) {
+		bool bad = false;
+
+		for (uint32_t i = 0; i < n && !bad; i++)
+			bad = e[i].status != 0;
+		if (bad) {
+			for (uint32_t i = 0; i < n; i++)
+				if (!e[i].status)
+					e[i].status = -ECANCELED;
+			nordered = 0;
+			for (uint32_t i = 0; i < n; i++)
+				piece[i] = false;
+		}
+	}
 
 	/* 2. The manifest, durable before any data. */
 	if (w->o.durability != BFO_DURABILITY_NONE) {
@@ -1055,6 +1128,7 @@ BFO_API int bfo_writer_write(struct bfo_writer *w, struct bfo_wentry *e, unsigne
 					     w->engine, &mfd);
 		if (ret)
 			goto out;
+		journal_wait_past(mfd);
 	} else if (stem_len) {
 		snprintf(stem_name, sizeof(stem_name), "b-%d-%x-%llu.stem", (int)getpid(), w->id,
 			 (unsigned long long)++w->seq);
@@ -1068,7 +1142,13 @@ BFO_API int bfo_writer_write(struct bfo_writer *w, struct bfo_wentry *e, unsigne
 	if (stem_len) {
 		ret = write_stem(&b, stem_name);
 		if (ret) {
-			/* No stem: the files are written normally instead. */
+			/* No stem (disk full...): the files are written normally,
+			 * and the partial stem's space goes back first. */
+			if (b.stem_fd >= 0) {
+				close(b.stem_fd);
+				b.stem_fd = -1;
+			}
+			unlinkat(w->jfd, stem_name, 0);
 			for (uint32_t i = 0; i < n; i++)
 				b.stem_off[i] = UINT64_MAX;
 			ret = 0;
@@ -1114,7 +1194,10 @@ BFO_API int bfo_writer_write(struct bfo_writer *w, struct bfo_wentry *e, unsigne
 	for (uint32_t i = 0; i < n; i++)
 		if (piece[i] && !e[i].status)
 			set_status(&b, i, atomic_load(&b.stop) ? -ECANCELED : write_piece(&b, i));
-	link_pass(&b);
+	/* Hard links after everything they may link to exists by its name:
+	 * with REPLACE that is after the renames below. */
+	if (!b.temps)
+		link_pass(&b);
 	t = bfo_now_ns();
 	w->st.ns_data += t - t0;
 	t0 = t;
@@ -1124,13 +1207,14 @@ BFO_API int bfo_writer_write(struct bfo_writer *w, struct bfo_wentry *e, unsigne
 	if (w->o.durability != BFO_DURABILITY_NONE) {
 		if (syncfs(w->rootfd) < 0 && !w->first_err)
 			w->first_err = -errno;
-		w->st.syncs++;
+		stat_add(&w->st.syncs, 1);
 	}
 	if (b.temps) {
 		rename_pass(&b);
+		link_pass(&b);
 		if (w->o.durability != BFO_DURABILITY_NONE) {
 			syncfs(w->rootfd);
-			w->st.syncs++;
+			stat_add(&w->st.syncs, 1);
 		}
 	}
 	t = bfo_now_ns();
@@ -1287,6 +1371,7 @@ BFO_API int bfo_writer_open(struct bfo_writer **out, const char *root, const str
 	struct bfo_writer *w;
 	struct statvfs sv;
 	struct bfo_recover_stats rs = { 0 };
+	bool made_journal = false;
 	int ret;
 
 	if (!out || !root || !*root)
@@ -1311,9 +1396,19 @@ BFO_API int bfo_writer_open(struct bfo_writer **out, const char *root, const str
 		ret = -errno;
 		goto fail;
 	}
-	if (mkdirat(w->rootfd, BFO_JOURNAL_DIR, 0700) < 0 && errno != EEXIST) {
-		ret = -errno;
+	/* A read-only file system says so here, even where an old journal
+	 * directory makes mkdir answer EEXIST first. */
+	if (fstatvfs(w->rootfd, &sv) == 0 && (sv.f_flag & ST_RDONLY)) {
+		ret = -EROFS;
 		goto fail;
+	}
+	if (mkdirat(w->rootfd, BFO_JOURNAL_DIR, 0700) < 0) {
+		if (errno != EEXIST) {
+			ret = -errno;
+			goto fail;
+		}
+	} else {
+		made_journal = true;
 	}
 	w->jfd = openat(w->rootfd, BFO_JOURNAL_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (w->jfd < 0) {
@@ -1341,6 +1436,9 @@ BFO_API int bfo_writer_open(struct bfo_writer **out, const char *root, const str
 fail:
 	if (w->jfd >= 0)
 		close(w->jfd);
+	/* Leave no trace of an open that did not happen. */
+	if (made_journal)
+		unlinkat(w->rootfd, BFO_JOURNAL_DIR, AT_REMOVEDIR);
 	if (w->rootfd >= 0)
 		close(w->rootfd);
 	free(w);
@@ -1353,6 +1451,7 @@ BFO_API int bfo_writer_stats(struct bfo_writer *w, struct bfo_write_stats *st)
 		return -EINVAL;
 	*st = w->st;
 	st->clones = __atomic_load_n(&w->st.clones, __ATOMIC_RELAXED);
+	st->syncs = __atomic_load_n(&w->st.syncs, __ATOMIC_RELAXED);
 	st->bytes = __atomic_load_n(&w->st.bytes, __ATOMIC_RELAXED);
 	return 0;
 }
@@ -1382,14 +1481,16 @@ BFO_API int bfo_writer_close(struct bfo_writer *w)
 		stream_drop(w, &w->streams[0], true);
 	/* Directories: deepest first, times last (writing inside a directory
 	 * changes its mtime). */
-	qsort(w->dirs, w->ndirs, sizeof(*w->dirs), depth_cmp);
+	if (w->ndirs > 1)
+		qsort(w->dirs, w->ndirs, sizeof(*w->dirs), depth_cmp);
 	for (size_t i = 0; i < w->ndirs; i++) {
 		struct wdir *d = &w->dirs[i];
 		const char *base = wpath_split(d->path, dir, sizeof(dir));
 		int dfd = wpath_open_dir(w->rootfd, dir, false);
 		struct bfo_wentry e = { .mode = d->mode, .uid = d->uid, .gid = d->gid, .flags = d->flags,
 					.atime_sec = d->atime_sec, .mtime_sec = d->mtime_sec,
-					.atime_nsec = d->atime_nsec, .mtime_nsec = d->mtime_nsec };
+					.atime_nsec = d->atime_nsec, .mtime_nsec = d->mtime_nsec,
+					.xattrs = d->xattrs, .xattrs_len = d->xattrs_len };
 
 		if (dfd >= 0) {
 			int r = meta_at(dfd, base, &e, false);
@@ -1399,6 +1500,7 @@ BFO_API int bfo_writer_close(struct bfo_writer *w)
 			close(dfd);
 		}
 		free(d->path);
+		free(d->xattrs);
 	}
 	free(w->dirs);
 	if (w->o.durability != BFO_DURABILITY_NONE && w->ndirs && syncfs(w->rootfd) < 0 && !ret)

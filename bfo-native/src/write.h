@@ -10,7 +10,10 @@
 #include "bfo.h"
 
 #define BFO_JOURNAL_DIR ".bfo-journal"
-#define BFO_WPATH_MAX 4096
+/* Longest relative path the writer takes.  Directories are resolved one
+ * component at a time when needed, so trees deeper than PATH_MAX are fine;
+ * the manifest stores lengths in 16 bits. */
+#define BFO_WPATH_MAX 32768
 #define BFO_TMP_PREFIX ".bfo-tmp."
 
 /* wpath.c */
@@ -42,6 +45,8 @@ struct mentry {
 int journal_manifest_write(int jfd, const char *name, const struct mentry *m, uint32_t n,
 			   const char *stem, uint32_t engine, int *fd_out);
 int journal_recover(int rootfd, int jfd, struct bfo_recover_stats *st);
+void journal_wait_past(int fd);
+int journal_record_write(int jfd, const char *name, const struct mentry *m, uint32_t n, int *fd_out);
 uint64_t journal_hash(const void *data, size_t len);
 
 #endif

@@ -1,0 +1,852 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * t_cp: `bfo cp` (BFO_CLI) against GNU cp on the same source.
+ *
+ * The source tree has every file type: regular files of 0 bytes to 3 MiB
+ * (sizes around page boundaries too) plus one of 17 MiB, above the read
+ * engine's large_file (16 MiB), so it travels in pieces; directories,
+ * empty ones included, with modes 0750, setgid and sticky; symbolic links
+ * relative, absolute, dangling and to a directory; hard links within the
+ * tree (three names of one file, and a second name of the 17 MiB file); a
+ * FIFO, a character and a block device (root); setuid/setgid files; odd
+ * names (spaces, a newline, a tab, non-UTF-8 bytes, a backslash, a leading
+ * dash); user.* xattrs on files and directories (the top one too),
+ * trusted.* on a symlink (root); mtimes with nanoseconds, atimes in the
+ * future (so that no relatime update interferes); several owners (root).
+ *
+ *  - `bfo cp -a SRC DST` equals `cp -a SRC REF` entry by entry (type, mode,
+ *    owner, mtime/atime ns, bytes, targets, rdev, xattrs, hard-link groups
+ *    and counts, the top directory's own metadata), exit 0, nothing on
+ *    stderr, no .bfo-tmp.* or .bfo-journal left; the same with
+ *    --durability none, batch and each, with --uring, and onto a loop XFS
+ *    (the stem engine).
+ *  - cp's destination rules: DST an existing directory -> DST/basename(SRC);
+ *    one file SRC -> the file DST; one file into a directory; several
+ *    SOURCEs into a directory (compared with cp doing the same); several
+ *    SOURCEs onto a non-directory -> exit 2.
+ *  - exit codes: 2 for usage errors; 1 and a message naming it for a
+ *    missing source; 1 and a message naming it for a file that uid 65534
+ *    cannot read (the copy made as uid 65534 otherwise equals `cp -a` made
+ *    as uid 65534, set-id bits included).
+ *  - `bfo cp -r` (no -a) equals `cp -r`: modes less the umask, no set-id
+ *    bits kept unless cp keeps them, owned by the copier, current times,
+ *    no xattrs, hard links not kept.
+ *  - cancel: bfo_copier_cancel() called from the first progress callback
+ *    (after the first batch) makes bfo_copier_run() return -ECANCELED;
+ *    SIGINT makes `bfo cp` exit 130 once the first batch began; in both
+ *    cases every file of the source is absent or complete in the copy,
+ *    nothing else appeared, no temporary or journal is left, and the files
+ *    that were in the destination before are untouched; bad copier flags
+ *    are -EINVAL; the error callback names a missing source.
+ *  - a source file that changes while it is copied (64 MiB, in pieces,
+ *    truncated and re-extended by another process the whole time): exit 1
+ *    and a message naming it, and the copy is absent or a complete,
+ *    consistent state of the file (never half-copied); no temporaries.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "t_wutil.h"
+
+#define BIG ((17u << 20) + 123)
+
+static bool root_user;
+static int64_t t_now_sec;
+
+static void set_times(const char *p, int i)
+{
+	struct timespec ts[2] = {
+		{ t_now_sec + 3 * 86400 + i, (long)((uint64_t)i * 104729u % 1000000000u) },
+		{ 978307200 + (int64_t)i * 3607, (long)((uint64_t)i * 7919u % 1000000000u) },
+	};
+
+	if (utimensat(AT_FDCWD, p, ts, AT_SYMLINK_NOFOLLOW) < 0)
+		t_fail("utimensat %s: %s", p, strerror(errno));
+}
+
+static void mk(const char *p, mode_t mode)
+{
+	if (mkdir(p, 0700) < 0)
+		t_fail("mkdir %s: %s", p, strerror(errno));
+	if (chmod(p, mode) < 0)
+		t_fail("chmod %s: %s", p, strerror(errno));
+}
+
+static void own(const char *p, uid_t u, gid_t g)
+{
+	if (root_user && lchown(p, u, g) < 0)
+		t_fail("lchown %s: %s", p, strerror(errno));
+}
+
+static void xa(const char *p, const char *k, const char *v)
+{
+	if (lsetxattr(p, k, v, strlen(v), 0) < 0)
+		t_fail("lsetxattr %s %s: %s", p, k, strerror(errno));
+}
+
+/* The source tree described at the top.  Returns the number of entries. */
+static int gen_tree(const char *src, uint64_t seed)
+{
+	static const char *dirs[] = { "", "a", "a/b", "a/b/c", "dir with space", "perm750", "sgid",
+				      "sticky", "owned", "a/b/c/d", "a/b/c/d/e", "a/b/c/d/e/f" };
+	static const mode_t dmodes[] = { 0755, 0755, 0755, 0755, 0755, 0750, 02755, 01777, 0700, 0755,
+					 0755, 0755 };
+	static const uint64_t special[] = { 0, 1, 4095, 4096, 4097, 65535, 65536, 65537, 1 << 20,
+					    3 << 20 };
+	char p[PATH_MAX], q[PATH_MAX];
+	int n = 0;
+
+	tw_mkdirs(src);
+	for (size_t i = 1; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", src, dirs[i]);
+		tw_mkdirs(p);
+	}
+	mk(tw_fmt("%s/empty1", src), 0755);
+	mk(tw_fmt("%s/a/empty2", src), 0711);
+	for (int i = 0; i < 150; i++) {
+		uint64_t r = t_rand(&seed), size;
+
+		if (i < (int)(sizeof(special) / sizeof(special[0])))
+			size = special[i];
+		else if (r % 100 < 70)
+			size = t_rand(&seed) % 16384;
+		else if (r % 100 < 96)
+			size = 16384 + t_rand(&seed) % (256 << 10);
+		else
+			size = (256 << 10) + t_rand(&seed) % (3 << 20);
+		snprintf(p, sizeof(p), "%s/%s%sf%03d", src, dirs[i % 12], *dirs[i % 12] ? "/" : "", i);
+		t_write_random(p, size, seed + (uint64_t)i);
+		chmod(p, i % 7 == 0 ? 0600 : i % 7 == 1 ? 0755 : i % 7 == 2 ? 0444 : 0644);
+		if (i % 11 == 3)
+			own(p, 1000, 1000);
+		if (i % 13 == 5)
+			own(p, 2000, 3000);
+		if (i % 9 == 4)
+			xa(p, "user.note", tw_fmt("file %d", i));
+		set_times(p, i);
+		n++;
+	}
+	/* the big one (pieces) */
+	snprintf(p, sizeof(p), "%s/a/big.bin", src);
+	t_write_random(p, BIG, seed ^ 0xb16);
+	xa(p, "user.big", "yes");
+	set_times(p, 500);
+	n++;
+	/* odd names */
+	static const char *odd[] = { "with space", "new\nline", "tab\there", "\xff\xfe-latin1",
+				     "back\\slash", "-dash", ".hidden", "*glob?[x]", "\xc3\xbc\xc3\xb1\xc3\xad" };
+
+	for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", src, odd[i]);
+		t_write_random(p, 100 + i * 37, seed + 700 + i);
+		set_times(p, 600 + (int)i);
+		n++;
+	}
+	mk(tw_fmt("%s/dir\nwith newline", src), 0755);
+	t_write_bytes(tw_fmt("%s/dir\nwith newline/in", src), "x", 1);
+	set_times(tw_fmt("%s/dir\nwith newline/in", src), 650);
+	/* hard links: three names of one file */
+	snprintf(p, sizeof(p), "%s/hl_a", src);
+	t_write_random(p, 5000, seed + 800);
+	chmod(p, 0640);
+	own(p, 1000, 2000);
+	xa(p, "user.links", "three");
+	set_times(p, 700);
+	if (link(p, tw_fmt("%s/a/hl_b", src)) < 0 || link(p, tw_fmt("%s/a/b/c/hl_c", src)) < 0)
+		t_fail("link: %s", strerror(errno));
+	n += 3;
+	/* symbolic links */
+	static const char *links[][2] = { { "a/rel", "../with space" }, { "abs", "/etc/hostname" },
+					  { "dang", "no/such/file" }, { "a/b/todir", ".." },
+					  { "odd\nlink", "new\nline" } };
+
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", src, links[i][0]);
+		if (symlink(links[i][1], p) < 0)
+			t_fail("symlink %s: %s", p, strerror(errno));
+		if (i == 1) {
+			own(p, 1000, 1000);
+			if (root_user)
+				xa(p, "trusted.onlink", "symlink attr");
+		}
+		set_times(p, 800 + (int)i);
+		n++;
+	}
+	/* special files */
+	snprintf(p, sizeof(p), "%s/fifo", src);
+	if (mkfifo(p, 0640) < 0)
+		t_fail("mkfifo: %s", strerror(errno));
+	own(p, 2000, 2000);
+	set_times(p, 900);
+	n++;
+	if (root_user) {
+		snprintf(p, sizeof(p), "%s/chr", src);
+		snprintf(q, sizeof(q), "%s/a/blk", src);
+		if (mknod(p, S_IFCHR | 0666, makedev(1, 3)) < 0 || mknod(q, S_IFBLK | 0660, makedev(7, 99)) < 0)
+			t_fail("mknod: %s", strerror(errno));
+		set_times(p, 901);
+		set_times(q, 902);
+		n += 2;
+	}
+	/* set-id files */
+	snprintf(p, sizeof(p), "%s/suid", src);
+	t_write_random(p, 3000, seed + 900);
+	own(p, 1000, 1000);
+	if (chmod(p, 04755) < 0)
+		t_fail("chmod");
+	set_times(p, 910);
+	snprintf(p, sizeof(p), "%s/sgidf", src);
+	t_write_random(p, 3000, seed + 901);
+	if (chmod(p, 02755) < 0)
+		t_fail("chmod");
+	set_times(p, 911);
+	n += 2;
+	/* directory metadata last, deepest first */
+	xa(tw_fmt("%s/a", src), "user.dir", "a directory's attribute");
+	xa(src, "user.top", "the top directory's attribute");
+	own(tw_fmt("%s/owned", src), 2000, 3000);
+	for (int i = (int)(sizeof(dirs) / sizeof(dirs[0])) - 1; i >= 0; i--) {
+		snprintf(p, sizeof(p), "%s%s%s", src, *dirs[i] ? "/" : "", dirs[i]);
+		if (chmod(p, dmodes[i]) < 0)
+			t_fail("chmod %s", p);
+	}
+	set_times(tw_fmt("%s/dir\nwith newline", src), 940);
+	set_times(tw_fmt("%s/a/empty2", src), 941);
+	set_times(tw_fmt("%s/empty1", src), 942);
+	for (int i = (int)(sizeof(dirs) / sizeof(dirs[0])) - 1; i >= 0; i--) {
+		snprintf(p, sizeof(p), "%s%s%s", src, *dirs[i] ? "/" : "", dirs[i]);
+		set_times(p, 950 + i);
+		n++;
+	}
+	return n;
+}
+
+/* ------------------------------------------------------------ runs */
+
+static int bfo_cp(struct tw_run *r, uid_t uid, const char *const *args)
+{
+	char *argv[32];
+	int n = 0;
+
+	argv[n++] = BFO_CLI;
+	argv[n++] = "cp";
+	for (; *args && n < 31; args++)
+		argv[n++] = (char *)*args;
+	argv[n] = NULL;
+	tw_run(r, NULL, 0, uid, uid, argv);
+	return r->status;
+}
+
+static void expect_same(const char *ref, const char *dst, unsigned flags, const char *what)
+{
+	char msg[8192];
+	int nd = tw_tree_diff(ref, dst, flags, NULL, msg, sizeof(msg));
+
+	TW_CHECK(nd == 0, "[%s] %d differences from cp: %s", what, nd, msg);
+	int nl = tw_leftovers(dst, true, msg, sizeof(msg));
+
+	TW_CHECK(nl == 0, "[%s] leftovers: %s", what, msg);
+}
+
+struct env {
+	const char *tmp, *src, *ref, *xfs;
+};
+
+static unsigned cpa_flags(void)
+{
+	return root_user ? TW_CP_A | TW_TOP : (TW_CP_A & ~TW_OWNER) | TW_TOP;
+}
+
+static void scenario_archive(void *arg)
+{
+	const struct env *v = arg;
+	struct tw_run r;
+	static const char *variants[][4] = {
+		{ NULL }, { "--durability", "none", NULL }, { "--durability", "batch", NULL },
+		{ "--durability", "each", NULL }, { "--uring", NULL },
+	};
+
+	for (size_t k = 0; k < sizeof(variants) / sizeof(variants[0]); k++) {
+		char *dst = t_pathf("%s/archive%zu", v->tmp, k);
+		const char *args[12];
+		int n = 0;
+		char what[64];
+
+		args[n++] = "-a";
+		for (int i = 0; variants[k][i]; i++)
+			args[n++] = variants[k][i];
+		args[n++] = v->src;
+		args[n++] = dst;
+		args[n] = NULL;
+		snprintf(what, sizeof(what), "cp -a%s%s", variants[k][0] ? " " : "",
+			 variants[k][0] ? variants[k][0] : "");
+		if (variants[k][0] && variants[k][1])
+			snprintf(what + strlen(what), sizeof(what) - strlen(what), " %s", variants[k][1]);
+		bfo_cp(&r, (uid_t)-1, args);
+		TW_CHECK(r.status == 0 && r.err_len == 0, "[%s] exit %d, stderr: %s", what, r.status, r.err);
+		tw_run_free(&r);
+		expect_same(v->ref, dst, cpa_flags(), what);
+		t_sh("rm -rf '%s'", dst);
+		t_log("%s: compared with cp -a", what);
+		free(dst);
+	}
+	if (v->xfs) {
+		char *dst = t_pathf("%s/archive-xfs", v->xfs);
+		const char *args[] = { "-a", "--stats", v->src, dst, NULL };
+
+		bfo_cp(&r, (uid_t)-1, args);
+		TW_CHECK(r.status == 0, "[cp -a onto XFS] exit %d, stderr: %s", r.status, r.err);
+		TW_CHECK(strstr(r.err, "write engine stem") != NULL, "[cp -a onto XFS] not the stem engine: %s",
+			 r.err);
+		tw_run_free(&r);
+		expect_same(v->ref, dst, cpa_flags(), "cp -a onto XFS (stem)");
+		t_sh("rm -rf '%s'", dst);
+		t_log("cp -a onto XFS (stem): compared with cp -a");
+		free(dst);
+	}
+	tw_checks_end();
+}
+
+static void scenario_rules(void *arg)
+{
+	const struct env *v = arg;
+	struct tw_run r, c;
+	char *d1 = t_path(v->tmp, "rules-into"), *r1 = t_path(v->tmp, "rules-into-ref");
+	char msg[4096], why[256];
+
+	/* DST an existing directory: DST/basename(SRC) */
+	tw_mkdirs(d1);
+	tw_mkdirs(r1);
+	const char *a1[] = { "-a", v->src, d1, NULL };
+
+	bfo_cp(&r, (uid_t)-1, a1);
+	TW_CHECK(r.status == 0, "[into a directory] exit %d: %s", r.status, r.err);
+	tw_run_free(&r);
+	tw_runl(&c, "cp", "-a", v->src, r1, (char *)NULL);
+	T_ASSERT(c.status == 0, "cp -a: %s", c.err);
+	tw_run_free(&c);
+	expect_same(r1, d1, (cpa_flags() & ~TW_TOP), "into an existing directory");
+	const char *base = strrchr(v->src, '/') + 1;
+
+	expect_same(tw_fmt("%s/%s", r1, base), tw_fmt("%s/%s", d1, base), cpa_flags(),
+		    "into an existing directory, the copy itself");
+
+	/* one file SRC -> the file DST */
+	char *f = t_pathf("%s/a/big.bin", v->src), *df = t_pathf("%s/single-copy", v->tmp);
+	const char *a2[] = { "-a", f, df, NULL };
+	uint8_t *want;
+	uint64_t wl;
+	struct stat s1, s2;
+
+	bfo_cp(&r, (uid_t)-1, a2);
+	TW_CHECK(r.status == 0, "[one file] exit %d: %s", r.status, r.err);
+	tw_run_free(&r);
+	T_ASSERT(t_read_plain(f, &want, &wl) == 0, "read");
+	TW_CHECK(tw_file_check(AT_FDCWD, df, want, wl, why, sizeof(why)) == 0, "[one file] %s", why);
+	TW_CHECK(stat(f, &s1) == 0 && stat(df, &s2) == 0 && s1.st_mode == s2.st_mode &&
+		 s1.st_mtim.tv_sec == s2.st_mtim.tv_sec && s1.st_mtim.tv_nsec == s2.st_mtim.tv_nsec &&
+		 s1.st_uid == s2.st_uid, "[one file] metadata differs");
+	TW_CHECK(!tw_exists(tw_fmt("%s/.bfo-journal", v->tmp)), "[one file] .bfo-journal left in DST's "
+		 "directory");
+	free(want);
+
+	/* one file into a directory */
+	const char *a3[] = { "-a", f, d1, NULL };
+
+	bfo_cp(&r, (uid_t)-1, a3);
+	TW_CHECK(r.status == 0, "[one file into a directory] exit %d: %s", r.status, r.err);
+	tw_run_free(&r);
+	TW_CHECK(stat(tw_fmt("%s/big.bin", d1), &s2) == 0 && s2.st_size == BIG,
+		 "[one file into a directory] DST/big.bin missing");
+
+	/* several SOURCEs into a directory */
+	char *d2 = t_path(v->tmp, "rules-many"), *r2 = t_path(v->tmp, "rules-many-ref");
+	char *sa = t_pathf("%s/a", v->src), *sf = t_pathf("%s/f000", v->src);
+	char *sl = t_pathf("%s/abs", v->src), *sd = t_pathf("%s/empty1", v->src);
+	char *sp = t_pathf("%s/fifo", v->src);
+
+	tw_mkdirs(d2);
+	tw_mkdirs(r2);
+	const char *a4[] = { "-a", sa, sf, sl, sd, sp, d2, NULL };
+
+	bfo_cp(&r, (uid_t)-1, a4);
+	TW_CHECK(r.status == 0, "[several sources] exit %d: %s", r.status, r.err);
+	tw_run_free(&r);
+	tw_runl(&c, "cp", "-a", sa, sf, sl, sd, sp, r2, (char *)NULL);
+	T_ASSERT(c.status == 0, "cp -a: %s", c.err);
+	tw_run_free(&c);
+	expect_same(r2, d2, cpa_flags() & ~TW_TOP, "several sources into a directory");
+
+	/* several SOURCEs onto a non-directory */
+	const char *a5[] = { "-a", sf, sl, df, NULL };
+
+	bfo_cp(&r, (uid_t)-1, a5);
+	TW_CHECK(r.status == 2 && strcasestr(r.err, "not a directory"),
+		 "[several sources onto a file] exit %d: %s", r.status, r.err);
+	tw_run_free(&r);
+	(void)msg;
+	free(d1);
+	free(r1);
+	free(d2);
+	free(r2);
+	free(f);
+	free(df);
+	free(sa);
+	free(sf);
+	free(sl);
+	free(sd);
+	free(sp);
+	t_log("cp destination rules: ok");
+	tw_checks_end();
+}
+
+static void scenario_exit(void *arg)
+{
+	const struct env *v = arg;
+	struct tw_run r;
+	static const char *usage[][5] = {
+		{ NULL }, { "onlyone", NULL }, { "--bogus", "a", "b", NULL },
+		{ "--durability", "sometimes", "a", "b", NULL }, { "--write-engine", "magic", "a", "b", NULL },
+	};
+
+	for (size_t i = 0; i < sizeof(usage) / sizeof(usage[0]); i++) {
+		bfo_cp(&r, (uid_t)-1, usage[i]);
+		TW_CHECK(r.status == 2 && strstr(r.err, "usage"), "usage error %zu (%s ...): exit %d, stderr: %s",
+			 i, usage[i][0] ? usage[i][0] : "no arguments", r.status, r.err);
+		tw_run_free(&r);
+	}
+	char *missing = t_path(v->tmp, "no-such-source"), *dst = t_path(v->tmp, "missing-dst");
+	const char *a1[] = { "-a", missing, dst, NULL };
+
+	bfo_cp(&r, (uid_t)-1, a1);
+	TW_CHECK(r.status == 1 && strstr(r.err, "no-such-source"), "missing source: exit %d, stderr: %s",
+		 r.status, r.err);
+	tw_run_free(&r);
+
+	if (!root_user) {
+		t_log("exit codes: the unreadable-source case needs root (to become uid 65534)");
+		free(missing);
+		free(dst);
+		tw_checks_end();
+		return;
+	}
+	/* a file uid 65534 cannot read */
+	char *su = t_path(v->tmp, "unreadable-src"), *pu = t_path(v->tmp, "nobody");
+
+	tw_mkdirs(tw_fmt("%s/sub", su));
+	t_write_random(tw_fmt("%s/ok1", su), 3000, 1);
+	t_write_random(tw_fmt("%s/sub/ok2", su), 70000, 2);
+	t_write_random(tw_fmt("%s/secret", su), 500, 3);
+	t_write_random(tw_fmt("%s/suid", su), 600, 4);
+	chmod(tw_fmt("%s/secret", su), 0600);
+	chmod(tw_fmt("%s/suid", su), 04755);
+	xa(tw_fmt("%s/ok1", su), "user.x", "y");
+	tw_mkdirs(pu);
+	if (chown(pu, 65534, 65534) < 0)
+		t_fail("chown: %s", strerror(errno));
+	char *du = t_path(pu, "bfo"), *ru = t_path(pu, "cp");
+	const char *a2[] = { "-a", su, du, NULL };
+	char *argv[] = { "cp", "-a", su, ru, NULL };
+	struct tw_run c;
+
+	bfo_cp(&r, 65534, a2);
+	tw_run(&c, NULL, 0, 65534, 65534, argv);
+	TW_CHECK(r.status == 1 && strstr(r.err, "secret"), "unreadable source as uid 65534: exit %d, "
+		 "stderr: %s", r.status, r.err);
+	TW_CHECK(c.status == 1, "cp -a as uid 65534: exit %d", c.status);
+	TW_CHECK(!tw_exists(tw_fmt("%s/secret", du)), "the unreadable file exists in the copy");
+	static const char *ign[] = { "secret", NULL };
+	char msg[4096];
+	int nd = tw_tree_diff(ru, du, TW_MODE | TW_OWNER | TW_MTIME | TW_XATTRS | TW_TOP, ign, msg, sizeof(msg));
+
+	TW_CHECK(nd == 0, "as uid 65534, the rest differs from cp -a as uid 65534: %s", msg);
+	tw_run_free(&r);
+	tw_run_free(&c);
+	free(missing);
+	free(dst);
+	free(su);
+	free(pu);
+	free(du);
+	free(ru);
+	t_log("exit codes: usage 2, missing source 1, unreadable source 1 (as uid 65534)");
+	tw_checks_end();
+}
+
+static void scenario_recursive(void *arg)
+{
+	const struct env *v = arg;
+	struct tw_run r, c;
+	char *dst = t_path(v->tmp, "recursive"), *ref = t_path(v->tmp, "recursive-ref");
+	const char *a[] = { "-r", v->src, dst, NULL };
+	struct stat s1, s2;
+
+	bfo_cp(&r, (uid_t)-1, a);
+	TW_CHECK(r.status == 0, "[cp -r] exit %d: %s", r.status, r.err);
+	tw_run_free(&r);
+	tw_runl(&c, "cp", "-r", v->src, ref, (char *)NULL);
+	T_ASSERT(c.status == 0, "cp -r: %s", c.err);
+	tw_run_free(&c);
+	expect_same(ref, dst, TW_MODE | TW_OWNER | TW_XATTRS | TW_TOP, "cp -r");
+	/* times are the copy's own; hard links are not kept */
+	TW_CHECK(lstat(tw_fmt("%s/hl_a", v->src), &s1) == 0 && lstat(tw_fmt("%s/hl_a", dst), &s2) == 0 &&
+		 s2.st_mtim.tv_sec != s1.st_mtim.tv_sec && s2.st_nlink == 1,
+		 "[cp -r] hl_a kept its mtime or its links (%lu)", (unsigned long)s2.st_nlink);
+	free(dst);
+	free(ref);
+	t_log("cp -r: compared with cp -r");
+	tw_checks_end();
+}
+
+/* Sources without any regular file: an empty directory, a tree of
+ * directories, links and a fifo. */
+static void scenario_noregular(void *arg)
+{
+	const struct env *v = arg;
+	char *s1 = t_path(v->tmp, "empty-src"), *s2 = t_path(v->tmp, "noreg-src");
+	struct tw_run r, c;
+
+	mk(s1, 0750);
+	set_times(s1, 3);
+	tw_mkdirs(tw_fmt("%s/d1/d2", s2));
+	if (symlink("d1", tw_fmt("%s/link", s2)) < 0 || mkfifo(tw_fmt("%s/d1/fifo", s2), 0600) < 0)
+		t_fail("setup: %s", strerror(errno));
+	set_times(tw_fmt("%s/d1/d2", s2), 4);
+	set_times(tw_fmt("%s/d1/fifo", s2), 5);
+	set_times(tw_fmt("%s/link", s2), 6);
+	set_times(tw_fmt("%s/d1", s2), 7);
+	set_times(s2, 8);
+	for (int k = 0; k < 2; k++) {
+		const char *src = k ? s2 : s1;
+		char *dst = t_pathf("%s-bfo", src), *ref = t_pathf("%s-cp", src);
+		const char *a[] = { "-a", src, dst, NULL };
+
+		bfo_cp(&r, (uid_t)-1, a);
+		TW_CHECK(r.status == 0 && r.err_len == 0, "[%s] exit %d, stderr: %s",
+			 k ? "a tree without regular files" : "an empty directory", r.status, r.err);
+		tw_run_free(&r);
+		tw_runl(&c, "cp", "-a", src, ref, (char *)NULL);
+		T_ASSERT(c.status == 0, "cp -a: %s", c.err);
+		tw_run_free(&c);
+		expect_same(ref, dst, cpa_flags(), k ? "a tree without regular files" : "an empty directory");
+		free(dst);
+		free(ref);
+	}
+	free(s1);
+	free(s2);
+	t_log("sources without regular files: compared with cp -a");
+	tw_checks_end();
+}
+
+/* Hard links to a file large enough to travel in several pieces. */
+static void scenario_biglinks(void *arg)
+{
+	const struct env *v = arg;
+	char *src = t_path(v->tmp, "biglinks"), *dst = t_path(v->tmp, "biglinks-bfo");
+	char *ref = t_path(v->tmp, "biglinks-cp");
+	struct tw_run r, c;
+
+	tw_mkdirs(tw_fmt("%s/x", src));
+	tw_mkdirs(tw_fmt("%s/y", src));
+	t_write_random(tw_fmt("%s/x/big", src), (40u << 20) + 5, 77);
+	set_times(tw_fmt("%s/x/big", src), 1);
+	if (link(tw_fmt("%s/x/big", src), tw_fmt("%s/y/second", src)) < 0 ||
+	    link(tw_fmt("%s/x/big", src), tw_fmt("%s/third", src)) < 0)
+		t_fail("link: %s", strerror(errno));
+	set_times(tw_fmt("%s/x", src), 2);
+	set_times(tw_fmt("%s/y", src), 3);
+	set_times(src, 4);
+	const char *a[] = { "-a", src, dst, NULL };
+
+	bfo_cp(&r, (uid_t)-1, a);
+	TW_CHECK(r.status == 0 && r.err_len == 0, "[hard links to a 40 MiB file] exit %d, stderr: %s",
+		 r.status, r.err);
+	tw_run_free(&r);
+	tw_runl(&c, "cp", "-a", src, ref, (char *)NULL);
+	T_ASSERT(c.status == 0, "cp -a: %s", c.err);
+	tw_run_free(&c);
+	expect_same(ref, dst, cpa_flags(), "hard links to a 40 MiB file");
+	free(src);
+	free(dst);
+	free(ref);
+	t_log("hard links to a file in pieces: compared with cp -a");
+	tw_checks_end();
+}
+
+/* ------------------------------------------------------------ cancel */
+
+static struct bfo_copier *cancel_me;
+static int progress_calls;
+
+static void cancel_on_progress(void *arg, const struct bfo_copy_stats *st)
+{
+	(void)arg;
+	(void)st;
+	if (progress_calls++ == 0)
+		bfo_copier_cancel(cancel_me);
+}
+
+static char err_path[PATH_MAX];
+static int err_status, err_calls;
+
+static void on_error(void *arg, const char *path, int status)
+{
+	(void)arg;
+	if (!err_calls++)
+		snprintf(err_path, sizeof(err_path), "%s", path);
+	err_status = status;
+}
+
+static void scenario_cancel(void *arg)
+{
+	const struct env *v = arg;
+	char *indir = t_path(v->tmp, "cancel-in");
+	struct tw_input *in;
+	struct bfo_copier *c;
+	struct bfo_copy_stats st;
+	int present;
+
+	tw_mkdirs(indir);
+	in = tw_input_make(indir, 3000, 0, true, 3);
+	TW_CHECK(bfo_copier_create(&c, NULL, NULL, 1u << 9, NULL) == -EINVAL, "unknown copier flag");
+
+	/* the API: cancelled from the first progress report */
+	char *d1 = t_path(v->tmp, "cancel-api");
+
+	tw_mkdirs(d1);
+	tw_input_pre_create(in, d1, "src/");
+	struct tw_snap *pre = tw_snapshot(d1);
+	struct bfo_copy_callbacks cb = { .progress = cancel_on_progress, .error = on_error };
+	const char *srcs[] = { tw_input_src(in) };
+
+	tw_settle();
+	T_OK(bfo_copier_create(&c, NULL, NULL, BFO_COPY_ARCHIVE, &cb));
+	cancel_me = c;
+	int ret = bfo_copier_run(c, srcs, 1, d1);
+
+	bfo_copier_stats(c, &st);
+	TW_CHECK(ret == -ECANCELED, "bfo_copier_run cancelled from its progress callback returned %d (%s)",
+		 ret, bfo_strerror(ret));
+	tw_input_check(in, d1, "src/", pre, "cancelled through the API", &present);
+	t_log("cancel (API): -ECANCELED after %llu files; %d complete in the copy, nothing torn",
+	      (unsigned long long)st.files, present);
+	tw_snap_free(pre);
+
+	/* bfo cp and SIGINT once the first batch began */
+	char *d3 = t_path(v->tmp, "cancel-cli");
+
+	tw_mkdirs(d3);
+	tw_input_pre_create(in, d3, "src/");
+	pre = tw_snapshot(d3);
+	tw_settle();
+	char *argv[] = { BFO_CLI, "cp", "-a", (char *)tw_input_src(in), d3, NULL };
+	pid_t pid = tw_spawn(argv, NULL, NULL);
+	bool began = false;
+
+	for (int i = 0; i < 200000 && !began; i++) {
+		began = tw_manifests(d3, NULL, 0) > 0;
+		if (!began)
+			tw_sleep_ns(20000);
+	}
+	kill(pid, SIGINT);
+	int status = tw_wait(pid);
+
+	TW_CHECK(!began || status == 130, "bfo cp interrupted by SIGINT inside a batch: exit %d, expected 130",
+		 status);
+	tw_input_check(in, d3, "src/", pre, "bfo cp interrupted by SIGINT", &present);
+	t_log("cancel (SIGINT): exit %d, %d complete in the copy, nothing torn", status, present);
+	tw_snap_free(pre);
+	bfo_copier_destroy(c);
+	tw_input_free(in);
+	free(indir);
+	free(d1);
+	free(d3);
+	tw_checks_end();
+}
+
+/* A missing source among good ones: reported, the others copied. */
+static void scenario_missing_among(void *arg)
+{
+	const struct env *v = arg;
+	char *src = t_path(v->tmp, "among-src"), *dst = t_path(v->tmp, "among-bfo");
+	char *ref = t_path(v->tmp, "among-cp"), *missing = t_path(v->tmp, "no-such-dir");
+	struct tw_run r, c;
+
+	tw_mkdirs(tw_fmt("%s/sub", src));
+	t_write_random(tw_fmt("%s/sub/f", src), 5000, 1);
+	t_write_random(tw_fmt("%s/g", src), 100, 2);
+	/* Atimes after the mtimes: relatime then leaves them alone, so
+	 * neither copy's reading changes what the other one copies. */
+	{
+		const char *names[] = { "sub/f", "g", "sub", "" };
+		struct timespec ts[2] = { { time(NULL) + 3600, 0 }, { 0, UTIME_OMIT } };
+
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			T_ASSERT(utimensat(AT_FDCWD, tw_fmt("%s/%s", src, names[i]), ts, 0) == 0,
+				 "utimensat %s", names[i]);
+	}
+	tw_mkdirs(dst);
+	tw_mkdirs(ref);
+	const char *a[] = { "-a", missing, src, dst, NULL };
+
+	bfo_cp(&r, (uid_t)-1, a);
+	TW_CHECK(r.status == 1 && strstr(r.err, "no-such-dir"),
+		 "bfo cp -a MISSING DIR DST (DST a directory): exit %d%s, stderr: %s", r.status,
+		 r.status == 128 + SIGSEGV ? " (SIGSEGV)" : "", r.err);
+	tw_run_free(&r);
+	tw_runl(&c, "cp", "-a", missing, src, ref, (char *)NULL);
+	TW_CHECK(c.status == 1, "cp -a: exit %d", c.status);
+	tw_run_free(&c);
+	expect_same(ref, dst, cpa_flags() & ~TW_TOP, "a missing source among others");
+
+	/* the API: the error callback names it */
+	struct bfo_copy_callbacks cb = { .error = on_error };
+	struct bfo_copier *cp;
+	const char *srcs[] = { missing, src };
+	char *d2 = t_path(v->tmp, "among-api");
+
+	tw_mkdirs(d2);
+	T_OK(bfo_copier_create(&cp, NULL, NULL, BFO_COPY_ARCHIVE, &cb));
+	err_calls = 0;
+	int ret = bfo_copier_run(cp, srcs, 2, d2);
+
+	TW_CHECK(ret == 1 && err_calls == 1 && strstr(err_path, "no-such-dir") && err_status == -ENOENT,
+		 "a missing source among two: returned %d, %d error callbacks (%s: %s)", ret, err_calls, err_path,
+		 bfo_strerror(err_status));
+	bfo_copier_destroy(cp);
+	free(src);
+	free(dst);
+	free(ref);
+	free(missing);
+	free(d2);
+	t_log("a missing source among others: checked");
+	tw_checks_end();
+}
+
+/* ------------------------------------------------------------ changing */
+
+static void scenario_changing(void *arg)
+{
+	const struct env *v = arg;
+	char *src = t_path(v->tmp, "changing"), *dst = t_path(v->tmp, "changing-copy");
+	uint64_t full = 64u << 20, half = full / 2;
+	uint8_t *data = malloc(full);
+	struct tw_run r;
+
+	tw_mkdirs(src);
+	for (int i = 0; i < 20; i++)
+		t_write_random(tw_fmt("%s/small%02d", src, i), 1000 + (uint64_t)i * 100, (uint64_t)i);
+	t_fill_random(data, full, 99);
+	t_write_bytes(tw_fmt("%s/grow.bin", src), data, full);
+
+	fflush(stdout);
+	pid_t mod = fork();
+
+	if (mod == 0) {
+		/* truncate to half and extend back, without pause, until killed */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		alarm(0);
+		int fd = open(tw_fmt("%s/grow.bin", src), O_WRONLY);
+
+		if (fd < 0)
+			_exit(2);
+		for (;;) {
+			if (ftruncate(fd, (off_t)half) < 0)
+				_exit(3);
+			for (uint64_t off = half; off < full; off += 1 << 20)
+				if (pwrite(fd, data + off, 1 << 20, (off_t)off) != 1 << 20)
+					_exit(4);
+		}
+	}
+	const char *a[] = { "-a", src, dst, NULL };
+
+	bfo_cp(&r, (uid_t)-1, a);
+	kill(mod, SIGKILL);
+	tw_wait(mod);
+	TW_CHECK(r.status == 1 && strstr(r.err, "grow.bin"), "a source changing during the copy: exit %d, "
+		 "stderr: %s", r.status, r.err);
+
+	int dfd = open(dst, O_RDONLY | O_DIRECTORY);
+	char why[256], msg[2048];
+
+	T_ASSERT(dfd >= 0, "no copy at all");
+	if (tw_exists_at(dfd, "grow.bin")) {
+		bool whole = tw_file_check(dfd, "grow.bin", data, full, why, sizeof(why)) == 0;
+		bool halfok = tw_file_check(dfd, "grow.bin", data, half, why, sizeof(why)) == 0;
+
+		TW_CHECK(whole || halfok, "the changing file was copied half: %s", why);
+		t_log("changing: the copy holds a consistent %s state", whole ? "full" : "truncated");
+	} else {
+		t_log("changing: the changing file is absent from the copy (reported: %s)",
+		      strtok(r.err, "\n"));
+	}
+	for (int i = 0; i < 20; i++) {
+		uint8_t buf[3000];
+
+		t_fill_random(buf, 1000 + (uint64_t)i * 100, (uint64_t)i);
+		TW_CHECK(tw_file_check(dfd, tw_fmt("small%02d", i), buf, 1000 + (uint64_t)i * 100, why,
+				       sizeof(why)) == 0, "small%02d: %s", i, why);
+	}
+	close(dfd);
+	TW_CHECK(tw_leftovers(dst, true, msg, sizeof(msg)) == 0, "leftovers: %s", msg);
+	tw_run_free(&r);
+	free(data);
+	free(src);
+	free(dst);
+	tw_checks_end();
+}
+
+int main(void)
+{
+	uint32_t ns;
+
+	t_init("t_cp", 900);
+	root_user = t_is_root();
+	umask(022);
+	tw_now(&t_now_sec, &ns);
+
+	static struct env v;
+	const char *tmp = t_tmpdir();
+	char why[2048];
+
+	v.tmp = tmp;
+	v.src = t_path(tmp, "src");
+	v.ref = t_path(tmp, "ref");
+	if (root_user) {
+		v.xfs = t_loop_fs("xfs", 400, NULL, NULL, why, sizeof(why));
+		if (!v.xfs)
+			t_log("no XFS loop file system (%s): the stem engine is not used", why);
+	} else {
+		t_log("not root: owners, devices and trusted xattrs are not part of the tree");
+	}
+	int n = gen_tree(v.src, 12345);
+	struct tw_run c;
+
+	tw_runl(&c, "cp", "-a", v.src, v.ref, (char *)NULL);
+	T_ASSERT(c.status == 0, "cp -a %s %s: %s", v.src, v.ref, c.err);
+	tw_run_free(&c);
+	t_log("source tree of %d entries (one file of %u bytes) on %s", n, BIG, tw_fstype(tmp));
+
+	t_subtest("archive", 300, scenario_archive, &v);
+	t_subtest("rules", 120, scenario_rules, &v);
+	t_subtest("exit codes", 120, scenario_exit, &v);
+	t_subtest("recursive", 120, scenario_recursive, &v);
+	t_subtest("no regular files", 60, scenario_noregular, &v);
+	t_subtest("hard links in pieces", 120, scenario_biglinks, &v);
+	t_subtest("cancel", 120, scenario_cancel, &v);
+	t_subtest("missing among sources", 60, scenario_missing_among, &v);
+	t_subtest("changing source", 120, scenario_changing, &v);
+	t_done();
+	return 0;
+}
