@@ -27,31 +27,43 @@ def draw_bench(results, png):
     fig, axes = plt.subplots(len(sets), 1, figsize=(10, 1.2 + 0.55 * max(len(s["methods"]) for s in sets)
                                                      * len(sets) + 0.6 * len(sets)), squeeze=False)
     cache = results.get("cache", "cold")
+    scenario = results.get("scenario", "read")
+    base_name = {"w1": "plain-write-sync", "m1": "bfo-cp"}.get(scenario, "plain-1t")
     for ax, s in zip(axes[:, 0], sets):
         ms = list(s["methods"].values())
-        names = [m["name"] + (" (FAILED)" if m["status"] == "FAILED" else "") for m in ms]
-        med = [m.get("median") or 0 for m in ms]
-        lo = [(m["median"] - m["min"]) if m.get("median") else 0 for m in ms]
-        hi = [(m["max"] - m["median"]) if m.get("median") else 0 for m in ms]
+        # a method timed on a subset (W1's fsync-per-file baseline) is drawn extrapolated to the whole set
+        sc = [m.get("scale") or 1.0 for m in ms]
+        names = [m["name"] + (" (FAILED)" if m["status"] == "FAILED" else "")
+                 + (f" (x{k:.0f}, extrapolated)" if k != 1.0 else "") for m, k in zip(ms, sc)]
+        med = [(m.get("median") or 0) * k for m, k in zip(ms, sc)]
+        lo = [(m["median"] - m["min"]) * k if m.get("median") else 0 for m, k in zip(ms, sc)]
+        hi = [(m["max"] - m["median"]) * k if m.get("median") else 0 for m, k in zip(ms, sc)]
         colors = ["#d62728" if m["status"] == "FAILED" else COLORS.get(m["group"], "#9467bd") for m in ms]
         y = list(range(len(ms)))[::-1]
         ax.barh(y, med, xerr=[lo, hi], color=colors, capsize=3)
         ax.set_yticks(y)
         ax.set_yticklabels(names)
-        base = next((m["median"] for m in ms if m["name"] == "plain-1t"), None)
-        for yy, v, m in zip(y, med, ms):
+        base = next((v for v, m in zip(med, ms) if m["name"] == base_name and v), None)
+        for yy, v, m, k in zip(y, med, ms, sc):
             if not v:
                 ax.text(0, yy, " not available" if m["status"] == "n/a" else " no successful run",
                         va="center", fontsize=8, color="#666666")
                 continue
             lab = f"  {v:.2f}s"
-            if base:
-                lab += f"  ({base / v:.1f}x vs plain-1t)"
-            ax.text(m.get("max") or v, yy, lab, va="center", fontsize=8)
+            if base and scenario == "m1":
+                lab += f"  ({v / base:.1f}x bfo-cp's time)"
+            elif base and scenario == "w1":
+                lab += f"  ({v / base:.2f}x {base_name})"
+            elif base:
+                lab += f"  ({base / v:.1f}x vs {base_name})"
+            ax.text((m.get("max") or v / k) * k, yy, lab, va="center", fontsize=8)
         ax.set_xlabel(f"seconds, median (whiskers: min-max), {cache} cache")
-        ax.set_title(f"{s['set']}: {s['files']:,} files, {s['bytes'] / 1e6:,.0f} MB", fontsize=10)
-        ax.set_xlim(0, max(m.get("max") or 0 for m in ms) * 1.5)
-    fig.suptitle(f"BFO read benchmark - {results.get('started', '')} - "
+        where = {"w1": f" written on {s.get('fs')}", "m1": f" copied {s.get('src_fs')} -> {s.get('fs')}"}
+        ax.set_title(f"{s['set']}: {s['files']:,} files, {s['bytes'] / 1e6:,.0f} MB{where.get(scenario, '')}",
+                     fontsize=10)
+        ax.set_xlim(0, max((m.get("max") or 0) * k for m, k in zip(ms, sc)) * 1.5)
+    title = {"w1": "W1 write", "m1": "M1 copy"}.get(scenario, "read")
+    fig.suptitle(f"BFO {title} benchmark - {results.get('started', '')} - "
                  f"{results['machine'].get('kernel', '')}, {results['machine'].get('cpu_count')} CPUs",
                  fontsize=10)
     fig.tight_layout(rect=(0, 0, 1, 0.97))

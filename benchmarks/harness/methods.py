@@ -1,22 +1,26 @@
-"""The registry of methods. A method = a name, a scenario ("read" for now),
+"""The registry of methods. A method = a name, a scenario ("read", "w1":
+write many small files durably, "m1": copy a tree),
 a function returning the timed command (argv list, run as one process and
 timed wall-clock by the harness), how to tell whether it can run, how to pull
 its statistics out of the run's output, and how to verify (untimed) that it
 read the same bytes as everyone else.
 
 To add a method: register(Method(name=..., command=lambda ctx: [...], ...)).
-Later scenarios (write, copy, tar, Spark) add methods with scenario="write"
-etc. and may use `prepare` (untimed, before every timed run, e.g. to empty a
-destination) and `after` (untimed, after every timed run).
+The write and copy scenarios use `prepare` (untimed, before every timed run:
+a fresh destination file system), `stdin`/`warm` (the input stream, read
+into the page cache after the cache drop so input reading is on nobody's
+clock) and `after` (untimed, after every timed run: a quick check of what was
+written, then the destination is released).
 """
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from . import native, util, verify
+from . import native, util, verify, writecopy
 from .workspace import PROBE_FILES
 
 
@@ -33,6 +37,8 @@ class Ctx:
     root: bool
     scratch: Path               # a private directory in the work dir
     extra: dict = field(default_factory=dict)
+    dest: object = None         # workspace.FreshFs: the write/copy destination (w1, m1)
+    fs: Optional[str] = None    # the destination's file system (w1, m1)
 
     @property
     def set_dir(self):
@@ -54,8 +60,13 @@ class Method:
     stats: Optional[Callable[[util.Result], dict]] = None             # -> dict recorded per run
     capture_stdout: bool = False                # False: stdout goes to /dev/null during timed runs
     prepare: Optional[Callable[[Ctx], None]] = None
-    after: Optional[Callable[[Ctx], None]] = None
-    scenario: str = "read"
+    after: Optional[Callable[[Ctx, util.Result], Optional[str]]] = None   # -> error of a check, or None
+    scenario: str = "read"                      # read | w1 | m1
+    stdin: Optional[Callable[[Ctx], Path]] = None     # file the timed command reads on stdin
+    warm: Optional[Callable[[Ctx], list]] = None      # files read into the page cache after the cache drop
+    files: Optional[Callable[[Ctx], int]] = None      # files one timed run handles (default: the set's)
+    bytes: Optional[Callable[[Ctx], int]] = None      # bytes one timed run handles (default: the set's)
+    fs: tuple = ()                              # file systems the method applies to (empty: all)
     reference: Optional[str] = None             # "xxh128" / "sha256": reference its verify compares with
     quick: bool = False                         # part of --quick
     note: Optional[Callable[[list], str]] = None  # runs' stats -> short note for the table
@@ -252,13 +263,237 @@ register(Method(
     prepare=_devseq_prepare, note=_devseq_note))
 
 
+# ==========================================================================
+# W1: write many small files durably (scenario "w1")
+# ==========================================================================
+# Every method writes the same files (names and bytes) from the same input: a
+# stream file in bfo write's simple format, read into the page cache after
+# the cache drop and before the clock starts. Each run writes into DEST/w1 on
+# a brand-new file system (ctx.dest.new(): mkfs before every run).
+W1_TARGET = "w1"
+# The --stats line of bfo write / bfo cp, e.g.
+#   bfo write: 100000 entries, 409.6 MB, 0 errors; engine stem, 7 batches, 7 syncs, 100000 clones; seconds: ...
+#   bfo cp: 100000 files, 101 other entries, 409.6 MB, 0 errors in 2.1 s; read engine uring, write engine ...
+# parsed field by field, so a field added or dropped by a newer bfo does not lose the others.
+_STATS_FIELDS = {
+    "files": r"(\d+) (?:files|entries)\b", "others": r"(\d+) other entries", "mb": r"([\d.]+) MB",
+    "errors": r"(\d+) errors", "seconds": r"\bin ([\d.]+) s\b", "read_engine": r"read engine (\w+)",
+    "engine": r"(?<!read )engine (\w+)", "batches": r"(\d+) batches", "syncs": r"(\d+) syncs",
+    "clones": r"(\d+) clones", "manifest": r"manifest ([\d.]+)", "data": r"data ([\d.]+)",
+    "sync": r"\bsync ([\d.]+)"}
+
+
+def _bfo_stats(prefix):
+    def stats(res):
+        for line in reversed((res.stderr or "").splitlines()):
+            if not line.startswith(prefix):
+                continue
+            d = {"line": line.strip()}
+            for k, rx in _STATS_FIELDS.items():
+                m = re.search(rx, line)
+                if m:
+                    v = m.group(1)
+                    d[k] = float(v) if "." in v else (int(v) if v.isdigit() else v)
+            return d
+        return None
+    return stats
+
+
+def _bfo_w_note(runs):
+    js = [r.get("stats") for r in runs if r.get("stats")]
+    if not js:
+        return ""
+    j = js[-1]
+    out = []
+    if j.get("read_engine"):
+        out.append(f"read={j['read_engine']}")
+    for k in ("engine", "batches", "syncs", "clones"):
+        if j.get(k) is not None and (k != "clones" or j[k]):
+            out.append(f"{k}={j[k]}")
+    for k in ("data", "sync"):
+        if isinstance(j.get(k), float):
+            out.append(f"{k}={j[k]:.2f}s")
+    if j.get("errors"):
+        out.append(f"errors={j['errors']}")
+    return " ".join(out)
+
+
+def _plainwrite_note(runs):
+    js = [r.get("stats") for r in runs if r.get("stats")]
+    if not js:
+        return ""
+    sec = js[-1].get("seconds") or {}
+    return f"write={sec.get('write', 0):.2f}s sync={sec.get('sync', 0):.2f}s (last run)"
+
+
+def _w1_ref(ctx, subset):
+    return ctx.extra["subset_ref" if subset else "stream_ref"]
+
+
+def _w1_run_checked(ctx, cmd, stdin, expected):
+    """Untimed verification run: fresh fs, cold cache, warm input, run, remount, check."""
+    from . import runner
+    ctx.dest.new()
+    try:
+        res = runner.timed_run(cmd(ctx), root=ctx.root, capture_stdout=True, stdin=stdin, warm_paths=[stdin])
+        if res.returncode != 0:
+            return False, f"exit {res.returncode}: {runner._first(res.stderr)}"
+        ctx.dest.remount()
+        return writecopy.check_written(ctx.dest.root, W1_TARGET, expected)
+    finally:
+        ctx.dest.close()
+
+
+def _w1(name, description, group, cmd, *, subset=False, stats=None, note=None, fs=(), avail=None, quick=True):
+    def stdin(ctx):
+        return ctx.extra["subset" if subset else "stream"]
+
+    def prepare(ctx):
+        ctx.dest.new()
+
+    def after(ctx, res):
+        try:
+            if res.returncode != 0:
+                return None          # the failure is already recorded
+            ref = _w1_ref(ctx, subset)
+            return writecopy.quick_count(ctx.dest.root / W1_TARGET, len(ref), sum(v[0] for v in ref.values()),
+                                         ctx.dest.root, W1_TARGET)
+        finally:
+            ctx.dest.close()
+
+    def available(ctx):
+        if fs and ctx.fs not in fs:
+            return f"only on {'/'.join(fs)}"
+        return avail(ctx) if avail else None
+
+    return Method(
+        name=name, description=description, group=group, command=cmd, scenario="w1",
+        available=available, stats=stats, note=note, prepare=prepare, after=after,
+        stdin=stdin, warm=lambda ctx: [stdin(ctx)],
+        verify=lambda ctx: _w1_run_checked(ctx, cmd, stdin(ctx), _w1_ref(ctx, subset)),
+        files=lambda ctx: len(_w1_ref(ctx, subset)),
+        bytes=lambda ctx: sum(v[0] for v in _w1_ref(ctx, subset).values()),
+        fs=tuple(fs), quick=quick)
+
+
+def _bfo_avail(ctx):
+    return None if ctx.bfo.available else f"bfo not available: {ctx.bfo.reason}"
+
+
+def _bfo_write(name, label, opts, fs=()):
+    return _w1(
+        name, f"bfo write --stats {' '.join(opts) + ' ' if opts else ''}DIR < STREAM ({label}); durability batch "
+              "(the default): every file durable when it returns",
+        "bfo", lambda ctx: [ctx.bfo.path, "write", "--stats", *opts, ctx.dest.root / W1_TARGET],
+        stats=_bfo_stats("bfo write:"), note=_bfo_w_note, fs=fs, avail=_bfo_avail)
+
+
+register(_bfo_write("bfo-write", "default batches: 64 MiB or 16,384 files", []))
+register(_bfo_write("bfo-write-1batch", "one batch, one durability point",
+                    ["--batch-bytes", "1G", "--batch-files", "1000000"]))
+register(_bfo_write("bfo-write-batched", "engine batched forced, default batches",
+                    ["--write-engine", "batched"], fs=("xfs",)))
+register(_bfo_write("bfo-write-stem", "engine stem forced, default batches", ["--write-engine", "stem"],
+                    fs=("xfs",)))
+
+
+def _plainwrite_avail(ctx):
+    return None if ctx.helpers.plainwrite else "plainwrite not built"
+
+
+register(_w1(
+    "plain-write-sync",
+    "plainwrite DIR < STREAM: create+write+close per file, 1 thread, then one syncfs of the file system "
+    "(durable only at the end)",
+    "baseline", lambda ctx: [ctx.helpers.plainwrite, ctx.dest.root / W1_TARGET],
+    stats=_stderr_json, note=_plainwrite_note, avail=_plainwrite_avail))
+register(_w1(
+    "plain-write-fsync",
+    "plainwrite --fsync DIR < STREAM: create+write+fsync+close per file (each file durable when closed), "
+    "1 thread, then one syncfs; on a subset of the files (--fsync-files), extrapolated",
+    "baseline", lambda ctx: [ctx.helpers.plainwrite, "--fsync", ctx.dest.root / W1_TARGET],
+    subset=True, stats=_stderr_json, note=_plainwrite_note, avail=_plainwrite_avail))
+
+
+# ==========================================================================
+# M1: copy a tree to another file system (scenario "m1")
+# ==========================================================================
+# SRC is the set's directory on its image; DST is DEST/copy on a brand-new
+# file system (mkfs before every run), not existing before the run (cp's
+# rule: DST becomes the copy). Every method is durable when it returns:
+# bfo cp by itself (durability batch), the others through `sync -f DST`
+# (syncfs of the destination file system: the same durability as `sync`
+# for the copy, without waiting for other tenants' dirty data).
+M1_TARGET = "copy"
+
+
+def _m1_dst(ctx):
+    return ctx.dest.root / M1_TARGET
+
+
+def _m1(name, description, group, cmd, *, stats=None, note=None, avail=None):
+    def prepare(ctx):
+        ctx.dest.new()
+
+    def after(ctx, res):
+        try:
+            if res.returncode != 0:
+                return None
+            return writecopy.quick_count(_m1_dst(ctx), ctx.files, ctx.bytes, ctx.dest.root, M1_TARGET)
+        finally:
+            ctx.dest.close()
+
+    def verify_(ctx):
+        from . import runner
+        ctx.dest.new()
+        try:
+            res = runner.timed_run(cmd(ctx), root=ctx.root, capture_stdout=True)
+            if res.returncode != 0:
+                return False, f"exit {res.returncode}: {runner._first(res.stderr)}"
+            ctx.dest.remount()
+            return writecopy.compare_trees(ctx.extra["src_list"], _m1_dst(ctx), ctx.dest.root, M1_TARGET)
+        finally:
+            ctx.dest.close()
+
+    return Method(name=name, description=description, group=group, command=cmd, scenario="m1",
+                  available=avail or (lambda ctx: None), stats=stats, note=note, prepare=prepare, after=after,
+                  verify=verify_, quick=True)
+
+
+def _sh(script):
+    """A bash script with SRC and DST as $1 and $2 (exact quoting), pipefail on."""
+    return lambda ctx: ["bash", "-c", "set -o pipefail; " + script, "bash", ctx.set_dir, _m1_dst(ctx)]
+
+
+register(_m1("bfo-cp", "bfo cp -a --stats SRC DST (durability batch: durable when it returns)", "bfo",
+             lambda ctx: [ctx.bfo.path, "cp", "-a", "--stats", ctx.set_dir, _m1_dst(ctx)],
+             stats=_bfo_stats("bfo cp:"), note=_bfo_w_note, avail=_bfo_avail))
+register(_m1("cp-a-sync", "cp -a SRC DST && sync -f DST", "baseline",
+             _sh('cp -a "$1" "$2" && sync -f "$2"'),
+             avail=lambda ctx: None if util.which("cp") else "cp not installed"))
+register(_m1("rsync-sync", "rsync -a SRC/ DST/ && sync -f DST", "baseline",
+             _sh('rsync -a "$1/" "$2/" && sync -f "$2"'),
+             avail=lambda ctx: None if util.which("rsync") else "rsync not installed (apt-get install rsync)"))
+register(_m1("tar-sync",
+             "mkdir DST && tar --format=posix -C SRC -cf - . | tar -C DST -xf - && sync -f DST (posix format: "
+             "GNU tar's default format keeps whole seconds only)", "baseline",
+             _sh('mkdir "$2" && tar --format=posix -C "$1" -cf - . | tar -C "$2" -xf - && sync -f "$2"'),
+             avail=lambda ctx: None if util.which("tar") else "tar not installed"))
+
+
+
 def select(names=None, quick=False, scenario="read"):
     ms = [m for m in REGISTRY.values() if m.scenario == scenario]
     if names:
-        unknown = [n for n in names if n not in REGISTRY]
+        unknown = [n for n in names if n not in REGISTRY or REGISTRY[n].scenario != scenario]
         if unknown:
-            raise SystemExit(f"unknown method(s): {', '.join(unknown)}; known: {', '.join(REGISTRY)}")
+            raise SystemExit(f"unknown method(s) for scenario {scenario}: {', '.join(unknown)}; known: "
+                             f"{', '.join(m.name for m in ms)}")
         return [REGISTRY[n] for n in names]
     if quick:
         return [m for m in ms if m.quick]
     return ms
+
+
+# The Java read methods (bfo-java, readallbytes-loop, ...) live in javaread.py.
+from . import javaread  # noqa: E402,F401

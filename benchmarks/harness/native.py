@@ -1,4 +1,5 @@
-"""Native pieces: the C helpers compiled by the harness (plainread, devread)
+"""Native pieces: the C helpers compiled by the harness (plainread, devread,
+plainwrite)
 and the `bfo` command (located, built with CMake when missing, probed)."""
 
 import json
@@ -25,6 +26,7 @@ class Helpers:
         self.plainread = None
         self.plainread_checksum = False
         self.devread = None
+        self.plainwrite = None
 
     def _compile(self, name, extra_flags, libs):
         src = HERE / f"{name}.c"
@@ -63,6 +65,10 @@ class Helpers:
         if not out:
             util.warn("cannot compile devread.c, device-seq unavailable:\n" + err)
         self.devread = out
+        out, err = self._compile("plainwrite", [], [])
+        if not out:
+            util.warn("cannot compile plainwrite.c, the plain-write methods are unavailable:\n" + err)
+        self.plainwrite = out
         return self
 
 
@@ -131,6 +137,40 @@ class Bfo:
             util.debug(f"bfo --version: {e}")
         return self
 
+    def snapshot(self, bindir):
+        """Copy the binary and the libbfo it loads into bindir and use that copy:
+        a rebuild of bfo-native/build during a long run (the machine is shared)
+        then cannot mix two builds in one results table. The binary's RUNPATH
+        starts with $ORIGIN, so the copied libbfo next to it is the one loaded.
+        Returns the snapshot's record ({} when not available)."""
+        import hashlib
+        import shutil
+        if not self.available:
+            return {}
+        bindir = Path(bindir)
+        bindir.mkdir(parents=True, exist_ok=True)
+        libs = {}
+        r = util.run(["ldd", self.path], timeout=30)
+        for line in (r.stdout or "").splitlines():
+            parts = line.split()
+            if len(parts) >= 3 and parts[0].startswith("libbfo") and parts[1] == "=>":
+                libs[parts[0]] = os.path.realpath(parts[2])
+        rp = util.run(["readelf", "-d", self.path], timeout=30) if util.which("readelf") else None
+        if libs and rp is not None and "$ORIGIN" not in (rp.stdout or ""):
+            util.warn("bfo has no $ORIGIN runpath: not snapshotting it")
+            return {}
+        rec = {"from": str(self.path), "path": str(bindir / "bfo"), "files": {}}
+        for name, src in [("bfo", os.path.realpath(self.path))] + sorted(libs.items()):
+            dst = bindir / name
+            tmp = bindir / f".{name}.tmp"
+            shutil.copy2(src, tmp)
+            os.replace(tmp, dst)
+            rec["files"][name] = {"from": src, "sha256": hashlib.sha256(dst.read_bytes()).hexdigest(),
+                                  "mtime": time_iso(os.path.getmtime(src))}
+        self.path = bindir / "bfo"
+        self.probes = {}
+        return rec
+
     def read_cmd(self, engine, paths, *, json_out=True, checksum=False, knobs=None):
         cmd = [self.path, "read", "--engine", engine]
         if json_out:
@@ -165,6 +205,11 @@ class Bfo:
                 res = (False, f"probe failed: {e}", None)
         self.probes[engine] = res
         return res
+
+
+def time_iso(t):
+    import time
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(t))
 
 
 def parse_json_tail(stdout):

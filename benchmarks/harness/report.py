@@ -91,6 +91,29 @@ def legend(cache):
                                        "not comparable with cold-cache results."))
 
 
+def wm_legend(cache, scenario="w1"):
+    return ("median of the runs (min-max beside it); every run, and every untimed verification run, writes onto "
+            "a new destination (" + ("a new file system, mkfs before each" if cache == "cold" else "a new directory")
+            + ") and is timed wall-clock from process start to exit; "
+            "MB/s = file bytes (decimal MB) / median seconds. "
+            + ("Every run starts with a cold cache (sync; echo 3 > /proc/sys/vm/drop_caches)"
+               + ("; the input stream is then read back into the page cache (cat > /dev/null) before the clock "
+                  "starts." if scenario == "w1" else ": source and destination both cold.")
+               if cache == "cold" else "WARM CACHE: not root: no fresh file systems (fresh directories instead), "
+                                       "caches not dropped; not comparable with cold-cache results."))
+
+
+def any_block(info, cache, partial=False):
+    """The markdown block of one set record, whatever its scenario."""
+    tag = " **INTERRUPTED: partial**" if partial else ""
+    sc = info.get("scenario", "read")
+    if sc == "w1":
+        return w1_heading(info, cache) + tag + "\n\n" + w1_table(info) + "\n\n" + w1_notes(info) + "\n"
+    if sc == "m1":
+        return m1_heading(info, cache) + tag + "\n\n" + m1_table(info) + "\n\n" + m1_notes(info) + "\n"
+    return set_heading(info, cache) + tag + "\n\n" + set_table(info) + "\n"
+
+
 def write_all(outdir, results, md_text):
     outdir = Path(outdir)
     (outdir / "results.json").write_text(json.dumps(results, indent=1, sort_keys=False, default=str) + "\n")
@@ -144,3 +167,142 @@ def _chart(results_json, png):
             return False
     util.log("NOTICE: matplotlib not installed, chart.png skipped (apt-get install python3-matplotlib)")
     return False
+
+
+# --------------------------------------------------------------------------
+# W1 (write) and M1 (copy) tables
+# --------------------------------------------------------------------------
+W1_FSYNC = "plain-write-fsync"
+W1_SYNC = "plain-write-sync"
+W1_TARGET_FSYNC = 20.0      # bfo at least this many times faster than fsync per file
+W1_TARGET_SYNC = 1.1        # bfo at most this times the write-then-one-sync time
+M1_BFO = "bfo-cp"
+M1_TARGET_CP = 3.0          # bfo cp -a at least this many times faster than cp -a then sync
+
+
+def _full(r):
+    """Median seconds scaled to the whole set (the fsync baseline runs on a subset)."""
+    return r["median"] * (r.get("scale") or 1.0) if r.get("median") else None
+
+
+def _ver(r):
+    ver = {True: "yes", False: "FAILED", None: "-"}[r.get("verified")]
+    return "FAILED" if r["status"] == "FAILED" else ver
+
+
+def _note(r):
+    note = r.get("note") or ""
+    if r.get("verified") is False:
+        note = (f"verification: {r.get('verify_detail')}; " + note).strip("; ")
+    if r["status"] == "FAILED" and r.get("reason"):
+        note = (note + " " + r["reason"]).strip()
+    return note
+
+
+def w1_heading(rec, cache):
+    return (f"### W1 on {rec['fs']}: write {rec['files']:,} files x 4 KiB ({rec['bytes'] / 1e6:,.1f} MB) durably "
+            f"({cache} cache, " + (f"a fresh {rec['fs']} per run" if cache == "cold" else "a new directory per run")
+            + f")\n\n{rec['description']}.")
+
+
+def w1_table(rec):
+    ms = rec["methods"]
+    n_all = rec["files"]
+    F = _full(ms[W1_FSYNC]) if W1_FSYNC in ms else None
+    S = _full(ms[W1_SYNC]) if W1_SYNC in ms else None
+    headers = ["method", "files", "median s", "min-max s", "ms/file", f"s for {n_all:,} files", "files/s", "MB/s",
+               "vs fsync-per-file", "x write-then-sync", "verified", "note"]
+    rows = []
+    for name, r in ms.items():
+        if r["status"] == "n/a":
+            rows.append([name, "", "not available", "", "", "", "", "", "", "", "", r.get("reason") or ""])
+            continue
+        m = r.get("median")
+        if m is None:
+            rows.append([name, f"{r.get('files', n_all):,}", "-", "", "", "", "", "", "", "", _ver(r), _note(r)])
+            continue
+        files = r.get("files") or n_all
+        full = _full(r)
+        scaled = (r.get("scale") or 1.0) != 1.0
+        rng = f"{_fmt_s(r['min'])}-{_fmt_s(r['max'])}" if r.get("n", 0) > 1 else ""
+        rows.append([name, f"{files:,}", _fmt_s(m), rng, f"{1000 * m / files:.3f}",
+                     _fmt_s(full) + (" (extrapolated)" if scaled else ""), f"{files / m:,.0f}",
+                     f"{(r.get('bytes') or 0) / 1e6 / m:.1f}",
+                     f"{F / full:.1f}x" if F else "-", f"{full / S:.2f}" if S else "-", _ver(r), _note(r)])
+    align = ["l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "l", "l"]
+    return util.md_table(headers, rows, align)
+
+
+def w1_notes(rec):
+    ms = rec["methods"]
+    n_all = rec["files"]
+    f = ms.get(W1_FSYNC)
+    F = _full(f) if f else None
+    S = _full(ms[W1_SYNC]) if W1_SYNC in ms else None
+    out = ["Note: vs fsync-per-file = plain-write-fsync's seconds for all files / this method's (above 1 = faster); "
+           "x write-then-sync = this method's seconds / plain-write-sync's (1.00 = as fast as writing "
+           "everything and syncing once; above 1 = slower)."]
+    if f and f.get("median") and (f.get("scale") or 1.0) != 1.0:
+        out.append(f"plain-write-fsync ran on a {f['files']:,}-file subset (the first {f['files']:,} files of the "
+                   f"same stream, a second stream file); its {n_all:,}-file time is the measured median x "
+                   f"{f['scale']:.1f} ({1000 * f['median'] / f['files']:.3f} ms per file), and vs fsync-per-file "
+                   "uses that extrapolated time.")
+    lines = []
+    for name, r in ms.items():
+        if not name.startswith("bfo") or not r.get("median"):
+            continue
+        full = _full(r)
+        parts = []
+        if F:
+            sp = F / full
+            parts.append(f"{sp:.1f}x faster than fsync per file (target >= {W1_TARGET_FSYNC:.0f}x: "
+                         f"{'met' if sp >= W1_TARGET_FSYNC else 'NOT met'})")
+        if S:
+            ra = full / S
+            parts.append(f"{ra:.2f}x the write-then-one-sync time (target <= {W1_TARGET_SYNC}x: "
+                         f"{'met' if ra <= W1_TARGET_SYNC else 'NOT met'})")
+        if parts:
+            lines.append(f"- {name}: " + "; ".join(parts))
+    if lines:
+        out.append(f"Targets on {rec['fs']} (medians):\n" + "\n".join(lines))
+    return "\n\n".join(out)
+
+
+def m1_heading(rec, cache):
+    return (f"### M1: copy {rec['set']} ({rec['files']:,} files, {rec['bytes'] / 1e6:,.1f} MB) from {rec['src_fs']} "
+            + (f"to a fresh {rec['fs']} ({cache} cache, a fresh destination file system per run)\n\n" if cache == "cold"
+               else f"to a new directory on {rec['fs']} ({cache} cache, a new directory per run)\n\n")
+            + f"{rec['description']}.")
+
+
+def m1_table(rec):
+    ms = rec["methods"]
+    b = ms.get(M1_BFO, {}).get("median")
+    headers = ["method", "median s", "min-max s", "MB/s", "files/s", f"{M1_BFO} faster by", "verified", "note"]
+    rows = []
+    for name, r in ms.items():
+        if r["status"] == "n/a":
+            rows.append([name, "not available", "", "", "", "", "", r.get("reason") or ""])
+            continue
+        m = r.get("median")
+        if m is None:
+            rows.append([name, "-", "", "", "", "", _ver(r), _note(r)])
+            continue
+        rng = f"{_fmt_s(r['min'])}-{_fmt_s(r['max'])}" if r.get("n", 0) > 1 else ""
+        rows.append([name, _fmt_s(m), rng, f"{rec['bytes'] / 1e6 / m:.1f}", f"{rec['files'] / m:,.0f}",
+                     f"{m / b:.2f}x" if b else "-", _ver(r), _note(r)])
+    return util.md_table(headers, rows, ["l", "r", "r", "r", "r", "r", "l", "l"])
+
+
+def m1_notes(rec):
+    ms = rec["methods"]
+    out = [f"Note: {M1_BFO} faster by = this method's median seconds / {M1_BFO}'s (above 1: {M1_BFO} is faster). "
+           "Every method ends with the copy durable: bfo cp by itself (durability batch), the others with "
+           "`sync -f DST` (syncfs of the destination file system)."]
+    b = ms.get(M1_BFO, {}).get("median")
+    c = ms.get("cp-a-sync", {}).get("median")
+    if b and c:
+        sp = c / b
+        out.append(f"Target: {M1_BFO} at least {M1_TARGET_CP:.0f}x faster than cp -a then sync: {sp:.2f}x "
+                   f"({'met' if sp >= M1_TARGET_CP else 'NOT met'}).")
+    return "\n\n".join(out)

@@ -53,12 +53,25 @@ def cold(root):
         util.drop_caches()
 
 
-def timed_run(cmd, *, root, capture_stdout=False, timeout=None):
-    """Drop caches, then run cmd once, timed wall-clock."""
+def warm(paths):
+    """Read files into the page cache (cat > /dev/null): inputs that must not be on the clock."""
+    for p in paths or ():
+        util.run(["cat", str(p)], capture=False, stdout=subprocess.DEVNULL, check=True)
+
+
+def timed_run(cmd, *, root, capture_stdout=False, timeout=None, stdin=None, warm_paths=None):
+    """Drop caches, read warm_paths back into the page cache (untimed), then
+    run cmd once (stdin from the file `stdin` when given), timed wall-clock."""
     cold(root)
-    if capture_stdout:
-        return util.run(cmd, timeout=timeout)
-    return util.run(cmd, stdout=subprocess.DEVNULL, timeout=timeout)
+    warm(warm_paths)
+    f = open(stdin, "rb") if stdin else None
+    try:
+        if capture_stdout:
+            return util.run(cmd, timeout=timeout, stdin=f)
+        return util.run(cmd, stdout=subprocess.DEVNULL, timeout=timeout, stdin=f)
+    finally:
+        if f:
+            f.close()
 
 
 def _first(text):
@@ -67,7 +80,7 @@ def _first(text):
 
 
 def _summarize(r, m):
-    good = [x["seconds"] for x in r["runs"] if x["returncode"] == 0]
+    good = [x["seconds"] for x in r["runs"] if x["returncode"] == 0 and not x.get("check_error")]
     r.update(util.summarize(good))
     r["note"] = m.note(r["runs"]) if (m.note and r["runs"]) else ""
     mism = [x["stats"].get("_engine_mismatch") for x in r["runs"]
@@ -86,6 +99,13 @@ def run_methods(ctx, methods, *, repeat, do_verify, root, timeout=None, into=Non
              "reason": None, "verified": None, "verify_detail": None, "median": None, "min": None, "max": None,
              "n": 0, "note": ""}
         try:
+            r["files"] = m.files(ctx) if m.files else ctx.files
+            r["bytes"] = m.bytes(ctx) if m.bytes else ctx.bytes
+            r["scale"] = ctx.files / r["files"] if r["files"] else 1.0
+        except Exception as e:  # noqa: BLE001
+            r["files"], r["bytes"], r["scale"] = ctx.files, ctx.bytes, 1.0
+            util.warn(f"{m.name}: cannot size its input: {e}")
+        try:
             reason = m.available(ctx)
         except Exception as e:  # noqa: BLE001 - a method that cannot even say is unavailable
             reason = f"availability check failed: {e}"
@@ -99,14 +119,16 @@ def run_methods(ctx, methods, *, repeat, do_verify, root, timeout=None, into=Non
     if do_verify:
         # references first, while the freshly generated (or probed) set may still be cached
         t0 = time.monotonic()
+        kinds = {m.reference for m in live if m.reference}
         try:
-            if any(m.reference == "xxh128" for m in live):
+            if "xxh128" in kinds:
                 ctx.refs.xxh128()
-            if any(m.reference == "sha256" for m in live):
+            if "sha256" in kinds:
                 ctx.refs.sha256()
         except RuntimeError as e:
             util.warn(f"reference checksums: {e}")
-        util.log(f"  references computed [{time.monotonic() - t0:.1f}s]")
+        if kinds:
+            util.log(f"  references computed [{time.monotonic() - t0:.1f}s]")
         for m in live:
             r = rec[m.name]
             if m.verify is None:
@@ -134,7 +156,9 @@ def run_methods(ctx, methods, *, repeat, do_verify, root, timeout=None, into=Non
             if m.prepare:
                 m.prepare(ctx)
             cmd = m.command(ctx)
-            res = timed_run(cmd, root=root, capture_stdout=m.capture_stdout, timeout=timeout)
+            res = timed_run(cmd, root=root, capture_stdout=m.capture_stdout, timeout=timeout,
+                            stdin=m.stdin(ctx) if m.stdin else None,
+                            warm_paths=m.warm(ctx) if m.warm else None)
             stats = None
             if m.stats:
                 try:
@@ -147,12 +171,21 @@ def run_methods(ctx, methods, *, repeat, do_verify, root, timeout=None, into=Non
                 r["status"] = "FAILED"
                 r.setdefault("reason", None)
                 r["reason"] = r["reason"] or f"exit {res.returncode}: {run['error']}"
+            if m.after:
+                # untimed: e.g. a quick check of what a write/copy produced, then the fs is released
+                try:
+                    check = m.after(ctx, res)
+                except Exception as e:  # noqa: BLE001 - a check that cannot run is a failed check
+                    check = f"{type(e).__name__}: {e}"
+                if check:
+                    run["check_error"] = check
+                    r["status"] = "FAILED"
+                    r["reason"] = r.get("reason") or f"check after the run: {check}"
             r["runs"].append(run)
             _summarize(r, m)
-            if m.after:
-                m.after(ctx)
             util.log(f"  [{i + 1}/{repeat}] {m.name:<12} {res.seconds:8.3f}s"
-                     + (f"  exit {res.returncode}: {run.get('error', '')}" if res.returncode else ""))
+                     + (f"  exit {res.returncode}: {run.get('error', '')}" if res.returncode else "")
+                     + (f"  CHECK FAILED: {run['check_error']}" if run.get("check_error") else ""))
     for m in methods:
         _summarize(rec[m.name], m)
     return rec

@@ -190,12 +190,26 @@ register(SetSpec(
 # --------------------------------------------------------------------------
 # Generator
 # --------------------------------------------------------------------------
-def generate(spec, params, plan, set_dir, progress_every=10.0):
-    """Carry out plan in set_dir. File contents: a header naming the file, then
-    bytes cut at a random offset from a seeded random pool (all files differ)."""
+def contents(spec, params, plan):
+    """Yield (op, pieces) for every op of the plan, in order: for a write, the
+    file's bytes as a list of buffers (a header naming the file, then bytes cut
+    at a random offset from a seeded random pool: all files differ); None
+    otherwise. generate() and write_stream() both use it: the same bytes."""
     rng = random.Random(params.get("seed", 0) * 7919 + 17)
     pool = rng.randbytes(POOL_BYTES)
     pool_mv = memoryview(pool)
+    for op in plan.ops:
+        if op[0] == "write":
+            rel, size = op[1], op[2]
+            header = f"{spec.name}:{rel}:{size}\n".encode()[:size]
+            off = rng.randrange(0, POOL_BYTES - size + 1)
+            yield op, [header, pool_mv[off:off + size - len(header)]]
+        else:
+            yield op, None
+
+
+def generate(spec, params, plan, set_dir, progress_every=10.0):
+    """Carry out plan in set_dir (file contents: see contents())."""
     set_dir = Path(set_dir)
     set_dir.mkdir(parents=True, exist_ok=True)
     for d in plan.dirs:
@@ -203,21 +217,16 @@ def generate(spec, params, plan, set_dir, progress_every=10.0):
     t0 = last = time.monotonic()
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
     nops = len(plan.ops)
-    for k, op in enumerate(plan.ops):
+    for k, (op, pieces) in enumerate(contents(spec, params, plan)):
         kind = op[0]
         if kind == "write":
-            rel, size = op[1], op[2]
-            header = f"{spec.name}:{rel}:{size}\n".encode()[:size]
-            off = rng.randrange(0, POOL_BYTES - size + 1)
-            fd = os.open(set_dir / rel, flags, 0o644)
+            fd = os.open(set_dir / op[1], flags, 0o644)
             try:
-                os.write(fd, header)
-                rest = size - len(header)
-                pos = off
-                while rest > 0:
-                    n = os.write(fd, pool_mv[pos:pos + rest])
-                    rest -= n
-                    pos += n
+                for piece in pieces:
+                    mv = memoryview(piece)
+                    while len(mv):
+                        n = os.write(fd, mv)
+                        mv = mv[n:]
             finally:
                 os.close(fd)
         elif kind == "delete":
@@ -230,6 +239,41 @@ def generate(spec, params, plan, set_dir, progress_every=10.0):
             last = now
     os.sync()
     return time.monotonic() - t0
+
+
+def write_stream(spec, params, plan, outs, mode=0o644):
+    """Write the plan's files (writes only, in plan order) as `bfo write`'s
+    simple stream format ("f MODE - SIZE PATH\\n" + bytes; "-": no time set)
+    into the files of outs, a list of (path, max_files or None): the first
+    max_files files of the plan go to that stream. Returns
+    {relpath: (size, sha256 hex)} of every file written (plan order)."""
+    import hashlib
+    files = [open(p, "wb", buffering=1 << 20) for p, _ in outs]
+    limits = [n for _, n in outs]
+    ref = {}
+    try:
+        for op, pieces in contents(spec, params, plan):
+            if op[0] == "delete":
+                raise ValueError("write_stream: the plan deletes files; only write-only plans stream")
+            if op[0] != "write":
+                continue
+            rel, size = op[1], op[2]
+            if "\n" in rel:
+                raise ValueError(f"write_stream: newline in {rel!r}")
+            h = hashlib.sha256()
+            for piece in pieces:
+                h.update(piece)
+            line = f"f {mode:o} - {size} {rel}\n".encode()
+            for f, lim in zip(files, limits):
+                if lim is None or len(ref) < lim:
+                    f.write(line)
+                    for piece in pieces:
+                        f.write(piece)
+            ref[rel] = (size, h.hexdigest())
+    finally:
+        for f in files:
+            f.close()
+    return ref
 
 
 def describe(name, params, plan):

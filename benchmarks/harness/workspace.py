@@ -111,6 +111,8 @@ def clean_stale(workdir):
             pass
     for d in Path(wd).glob("scratch-*"):
         shutil.rmtree(d, ignore_errors=True)
+    for d in Path(wd).glob("bin/bfo-snapshot-*"):
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def _umount(mnt):
@@ -197,10 +199,12 @@ class DirWorkspace(_Base):
     """Not root: a directory on the current file system (warm cache only)."""
     kind = "directory"
 
-    def __init__(self, workdir, set_name, params, keep, fs=None, size_bytes=None, inodes=None, need_bytes=0):
+    def __init__(self, workdir, set_name, params, keep, fs=None, size_bytes=None, inodes=None, need_bytes=0,
+                 probe=True):
         super().__init__(workdir, set_name, params, keep)
         self.key = set_key(set_name, params, "dir")
         self.created = False
+        self.probe = probe
 
     def open(self):
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -216,7 +220,8 @@ class DirWorkspace(_Base):
         if not self.reused:
             self.root.mkdir(parents=True)
             self.created = True
-            self.make_probe()
+            if self.probe:
+                self.make_probe()
         src, fstype, opts, target = findmnt(self.root)
         self.info = {"workspace": "directory", "path": str(self.root), "fs": fstype, "fs_source": src,
                      "mount_options": opts, "mount_point": target, "cache": "warm"}
@@ -235,8 +240,10 @@ class ImageWorkspace(_Base):
     """Root: sparse image file -> mkfs -> losetup --direct-io=on -> mount."""
     kind = "image"
 
-    def __init__(self, workdir, set_name, params, keep, fs="ext4", size_bytes=1 << 30, inodes=None, need_bytes=0):
+    def __init__(self, workdir, set_name, params, keep, fs="ext4", size_bytes=1 << 30, inodes=None, need_bytes=0,
+                 probe=True):
         super().__init__(workdir, set_name, params, keep)
+        self.probe = probe      # False: an empty file system (write/copy destinations)
         self.need_bytes = need_bytes     # about what the image will really occupy
         self.fs = fs
         self.size_bytes = size_bytes
@@ -311,7 +318,8 @@ class ImageWorkspace(_Base):
             self._mkfs()
             self._attach()
             self._mount()
-            self.make_probe()
+            if self.probe:
+                self.make_probe()
         src, fstype, opts, target = findmnt(self.workdir)
         self.info.update(workspace="image", image=str(self.image), image_bytes=self.size_bytes, fs=self.fs,
                          inodes=self.inodes, mount_point=str(self.mnt), backing_fs=fstype, backing_source=src,
@@ -348,3 +356,68 @@ class ImageWorkspace(_Base):
         elif self.image.exists():
             util.log(f"kept image {self.image}")
         self.root = None
+
+
+class FreshFs:
+    """A destination for the write and copy scenarios: a brand-new, empty file
+    system for every run. new() unmounts, detaches and deletes the previous
+    one, then makes a fresh sparse image, mkfs, losetup --direct-io=on, mount
+    (root); not root, a fresh empty directory under the work dir instead.
+    remount() (untimed, before a verification) unmounts and mounts it again so
+    what is checked is what reached the device, not the page cache. Use it as
+    a context manager: whatever happens, nothing stays mounted or attached."""
+
+    def __init__(self, workdir, name, fs, size_bytes, inodes, root, need_bytes=0):
+        self.workdir = Path(workdir).resolve()
+        self.name = name
+        self.fs = fs
+        self.size_bytes = size_bytes
+        self.inodes = inodes
+        self.need_bytes = need_bytes
+        self.is_root = root
+        self.ws = None
+        self.count = 0          # file systems made so far
+        self.info = {}
+
+    @property
+    def root(self):
+        return self.ws.root if self.ws else None
+
+    @property
+    def device(self):
+        return self.ws.device if self.ws else None
+
+    def new(self):
+        self.close()
+        if self.is_root:
+            ws = ImageWorkspace(self.workdir, self.name, {"fs": self.fs}, False, fs=self.fs,
+                                size_bytes=self.size_bytes, inodes=self.inodes, need_bytes=self.need_bytes,
+                                probe=False)
+        else:
+            ws = DirWorkspace(self.workdir, self.name, {}, False, probe=False)
+        self.ws = ws.__enter__()      # closes what it made when opening fails
+        self.count += 1
+        self.info = dict(ws.info, fresh="new file system per run (mkfs)" if self.is_root
+                         else "new empty directory per run (not root)")
+        return self.ws.root
+
+    def remount(self):
+        ws = self.ws
+        if isinstance(ws, ImageWorkspace) and ws.mounted:
+            os.sync()
+            _umount(ws.mnt)
+            ws.mounted = False
+            ws._mount()
+
+    def close(self):
+        if self.ws is not None:
+            ws, self.ws = self.ws, None
+            ws.__exit__(None, None, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        with util.cleaning():
+            self.close()
+        return False

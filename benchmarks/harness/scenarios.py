@@ -1,0 +1,142 @@
+"""The write (W1) and copy (M1) scenarios: the loops around runner.run_methods.
+
+W1, per destination file system (ext4, xfs): the 4k set's files (same names,
+same bytes, same order as the read benchmark's 4k set) as one stream file in
+bfo write's simple format (and a second stream file with the first
+--fsync-files of them for the fsync-per-file baseline), generated once into
+the scratch dir; every method run, verification included, writes onto a
+brand-new file system (mkfs before every run).
+
+M1, per set (4k, mixed) and destination file system: the set's image is the
+source (generated, synced, a few metadata extras added), every method run
+copies it onto a brand-new destination file system (mkfs before every run).
+"""
+
+import json
+import time
+
+from . import methods as methods_mod
+from . import report, runner, sets, util, writecopy
+from .workspace import FreshFs
+
+W1_SPEC = "4k"
+
+
+def _emit(md, block, outdir, results):
+    md.append(block)
+    print("\n" + block, flush=True)
+    (outdir / "results.json").write_text(json.dumps(results, indent=1, default=str))
+
+
+def _applicable(chosen, explicit, fs):
+    return [m for m in chosen if explicit or not m.fs or fs in m.fs]
+
+
+def run_w1(*, fs_list, files, fsync_files, chosen, explicit, repeat, do_verify, root, timeout, workdir, scratch,
+           helpers, bfo, results, md, outdir, cache):
+    """Returns True when some method FAILED."""
+    spec = sets.REGISTRY[W1_SPEC]
+    params = spec.params({"files": files})
+    plan = spec.plan(params)
+    stream = scratch / "w1.stream"
+    n_sub = fsync_files if fsync_files and 0 < fsync_files < plan.files else None
+    subset = scratch / f"w1-first-{n_sub}.stream" if n_sub else stream
+    util.log(f"W1: writing the input stream ({plan.files:,} files, {plan.bytes / 1e6:,.1f} MB) to {stream}"
+             + (f" and the first {n_sub:,} files to {subset}" if n_sub else ""))
+    t0 = time.monotonic()
+    ref = sets.write_stream(spec, params, plan, [(stream, None)] + ([(subset, n_sub)] if n_sub else []))
+    gen_s = time.monotonic() - t0
+    subset_ref = dict(list(ref.items())[:n_sub]) if n_sub else ref
+    size, inodes, need = spec.image_geometry(plan)
+    failed = False
+    if not root:
+        from .workspace import findmnt
+        here = findmnt(workdir)[1] or "dir"
+        util.log(f"W1 not root: no new file systems; every run writes into a new directory under {workdir} "
+                 f"({here}), warm cache")
+        fs_list = [here]
+    for fs in fs_list:
+        key = f"w1-{fs}"
+        ms = _applicable(chosen, explicit, fs)
+        info = {"set": key, "scenario": "w1", "fs": fs,
+                "description": f"the {W1_SPEC} set's files ({len(plan.dirs)} directories, the same names and bytes, "
+                               "in its shuffled creation order) from one stream file in bfo write's simple format "
+                               "(`f 644 - SIZE PATH`: no times set), read into the page cache after the cache drop, "
+                               "written into DIR=MNT/w1 on a new file system made before every run",
+                "params": params, "files": plan.files, "bytes": plan.bytes, "dirs": len(plan.dirs),
+                "stream": {"path": str(stream), "bytes": stream.stat().st_size, "generate_seconds": gen_s,
+                           "subset_path": str(subset), "subset_files": len(subset_ref),
+                           "subset_bytes": subset.stat().st_size},
+                "methods": {}}
+        results["sets"][key] = info
+        util.log(f"W1 on {fs}: {len(ms)} methods x {repeat} rounds, {cache} cache, a new {fs} per run")
+        with FreshFs(workdir, "w1dst", fs, size, inodes, root, need_bytes=need) as dest:
+            ctx = methods_mod.Ctx(set_name=key, ws=None, files=plan.files, bytes=plan.bytes, helpers=helpers,
+                                  bfo=bfo, refs=None, root=root, scratch=scratch, dest=dest, fs=fs,
+                                  extra={"stream": stream, "stream_ref": ref, "subset": subset,
+                                         "subset_ref": subset_ref})
+            runner.run_methods(ctx, ms, repeat=repeat, do_verify=do_verify, root=root, timeout=timeout,
+                               into=info["methods"])
+            info["workspace"] = dest.info
+            info["filesystems_made"] = dest.count
+        info["complete"] = True
+        if any(r["status"] == "FAILED" for r in info["methods"].values()):
+            failed = True
+        block = (report.w1_heading(info, cache) + "\n\n" + report.w1_table(info) + "\n\n" + report.w1_notes(info)
+                 + "\n")
+        _emit(md, block, outdir, results)
+    for p in {stream, subset}:
+        try:
+            p.unlink()
+        except FileNotFoundError:
+            pass
+    return failed
+
+
+def run_m1(*, set_names, files_4k, src_fs, dest_fs, extras, chosen, repeat, do_verify, root, timeout, workdir,
+           keep, scratch, helpers, bfo, results, md, outdir, cache):
+    """Returns True when some method FAILED."""
+    failed = False
+    for name in set_names:
+        spec = sets.REGISTRY[name]
+        params = spec.params({"files": files_4k} if name == "4k" else None)
+        with runner.open_set(spec, params, workdir=workdir, keep=keep, fs=src_fs, root=root) as (ws, plan, sinfo):
+            n_extra = writecopy.add_meta_extras(ws.set_dir, root=root) if extras else 0
+            try:
+                t0 = time.monotonic()
+                src_list = writecopy.listing(ws.set_dir, hashes=True)
+                util.log(f"M1 {name}: source listed and hashed ({len(src_list):,} entries) "
+                         f"[{time.monotonic() - t0:.1f}s]")
+                nfiles = sum(1 for v in src_list.values() if v["type"] == "f")
+                nbytes = sum(v["size"] for v in src_list.values() if v["type"] == "f")
+                size, inodes, need = spec.image_geometry(plan)
+                for dfs in dest_fs:
+                    key = f"m1-{name}-{dfs}"
+                    info = {"set": name, "scenario": "m1", "fs": dfs, "src_fs": src_fs,
+                            "description": f"SRC = the {name} set's directory on its {src_fs} image ({sinfo['description']}"
+                                           + (f"; plus {n_extra} entries in SRC/{writecopy.EXTRAS_DIR}/ with other "
+                                              "owners, modes, times and symbolic links" if n_extra else "")
+                                           + f"), DST = MNT/copy on a new {dfs} made before every run",
+                            "params": params, "files": nfiles, "bytes": nbytes, "entries": len(src_list),
+                            "extras": n_extra, "source": sinfo, "methods": {}}
+                    results["sets"][key] = info
+                    util.log(f"M1 {name} -> {dfs}: {len(chosen)} methods x {repeat} rounds, {cache} cache")
+                    with FreshFs(workdir, f"m1dst-{name}", dfs, size, inodes + 1000, root, need_bytes=need) as dest:
+                        ctx = methods_mod.Ctx(set_name=name, ws=ws, files=nfiles, bytes=nbytes, helpers=helpers,
+                                              bfo=bfo, refs=None, root=root, scratch=scratch, dest=dest, fs=dfs,
+                                              extra={"src_list": src_list})
+                        runner.run_methods(ctx, chosen, repeat=repeat, do_verify=do_verify, root=root,
+                                           timeout=timeout, into=info["methods"])
+                        info["workspace"] = dest.info
+                        info["filesystems_made"] = dest.count
+                    info["complete"] = True
+                    if any(r["status"] == "FAILED" for r in info["methods"].values()):
+                        failed = True
+                    block = (report.m1_heading(info, cache) + "\n\n" + report.m1_table(info) + "\n\n"
+                             + report.m1_notes(info) + "\n")
+                    _emit(md, block, outdir, results)
+            finally:
+                if n_extra and keep:
+                    with util.cleaning():
+                        writecopy.remove_meta_extras(ws.set_dir)
+    return failed

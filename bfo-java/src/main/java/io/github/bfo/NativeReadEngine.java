@@ -1,0 +1,568 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+package io.github.bfo;
+
+import com.sun.jna.Memory;
+import com.sun.jna.Pointer;
+import com.sun.jna.ptr.PointerByReference;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Iterator;
+import java.util.Objects;
+
+/**
+ * A reader on a native context. All native calls of a context go through
+ * {@link #enter()}/{@link #exit()} so that {@link #close()} can cancel, wait
+ * for the call in progress and only then destroy the context.
+ */
+final class NativeReadEngine implements BatchFileReader.Impl {
+    /** Entries fetched per bfo_read_wait (and given back per bfo_read_release). */
+    static final int WAIT_MAX = 512;
+    /** Path bytes packed per bfo_read_submit_packed, at most (grows for one longer path). */
+    static final int PATH_BUF = 256 << 10;
+    /**
+     * Wait timeout: none. bfo_read_cancel (from close()) wakes a waiting
+     * thread, and a wait only happens when something is in flight or the
+     * batch is finished. (A positive timeout is not usable with libbfo 0.1.0:
+     * bfo_read_wait computes its deadline on CLOCK_MONOTONIC while its
+     * condition variable waits on CLOCK_REALTIME, so it returns -ETIME at
+     * once and a caller would spin.)
+     */
+    static final int WAIT_MS = -1;
+
+    private final boolean noFollow;
+    private final int windowFiles;
+    private final String engineAsked;
+    private final Object lock = new Object();
+    private int active;
+    private volatile boolean closed;
+    private Pointer ctx;
+    private NativeBatch batch;
+    private ReadStats last;
+    private final ByteBuffer statsBuf = BfoNative.direct(BfoNative.STATS_SIZE);
+    private final Pointer statsPtr = BfoNative.pointer(statsBuf);
+
+    NativeReadEngine(BatchFileReader.Builder b) throws IOException {
+        Memory o = new Memory(BfoNative.OPTS_SIZE);
+        o.clear();
+        BfoNative.bfo_opts_init(o);
+        int flags = 0;
+        if (b.noFollow) {
+            flags |= BfoNative.READ_NOFOLLOW;
+        }
+        if (b.failurePolicy == FailurePolicy.STOP_ON_FIRST_FAILURE) {
+            flags |= BfoNative.READ_STOP_ON_ERROR;
+        }
+        if (b.metadataOnly) {
+            flags |= BfoNative.READ_METADATA_ONLY;
+        }
+        o.setInt(BfoNative.OPTS_flags, flags);
+        o.setInt(BfoNative.OPTS_engine, engineCode(b.engine));
+        o.setInt(BfoNative.OPTS_order, b.order.ordinal());
+        setInt(o, BfoNative.OPTS_window_files, b.windowFiles);
+        setInt(o, BfoNative.OPTS_queue_depth, b.queueDepth);
+        setInt(o, BfoNative.OPTS_threads, b.threads);
+        setLong(o, BfoNative.OPTS_window_bytes, b.windowBytes);
+        setLong(o, BfoNative.OPTS_arena_bytes, b.arenaBytes);
+        setLong(o, BfoNative.OPTS_merge_gap, b.mergeGap);
+        setLong(o, BfoNative.OPTS_max_io, b.maxIo);
+        setLong(o, BfoNative.OPTS_large_extent, b.largeExtent);
+        setLong(o, BfoNative.OPTS_large_file, b.largeFile);
+        PointerByReference ref = new PointerByReference();
+        int r = BfoNative.bfo_ctx_create(ref, o);
+        if (r < 0) {
+            String what = "cannot start the " + b.engine.name().toLowerCase() + " read engine: " + Errno.text(r);
+            if (r == -Errno.EINVAL) {
+                throw new IllegalArgumentException(what + " (an option is out of range)");
+            }
+            if (r == -Errno.EOPNOTSUPP) {
+                what += " (io_uring is unavailable here; the portable or auto engine works everywhere)";
+            }
+            throw new IOException(what);
+        }
+        this.ctx = ref.getValue();
+        this.noFollow = b.noFollow;
+        this.windowFiles = o.getInt(BfoNative.OPTS_window_files);
+        this.engineAsked = b.engine.name().toLowerCase();
+        this.last = ReadStats.empty("none");
+    }
+
+    private static int engineCode(BatchFileReader.Engine e) {
+        switch (e) {
+            case RAW: return 1;
+            case URING: return 2;
+            case PORTABLE: return 3;
+            default: return 0;
+        }
+    }
+
+    private static void setInt(Memory m, int off, int v) {
+        if (v != 0) {
+            m.setInt(off, v);
+        }
+    }
+
+    private static void setLong(Memory m, int off, long v) {
+        if (v != 0) {
+            m.setLong(off, v);
+        }
+    }
+
+    // ------------------------------------------------------------ call guard
+
+    /** Marks a native call on ctx in progress; throws when the reader is closed. */
+    Pointer enter() {
+        synchronized (lock) {
+            if (closed) {
+                throw new IllegalStateException("BatchFileReader closed");
+            }
+            active++;
+            return ctx;
+        }
+    }
+
+    void exit() {
+        synchronized (lock) {
+            if (--active == 0 && closed) {
+                lock.notifyAll();
+            }
+        }
+    }
+
+    @Override
+    public boolean isClosed() {
+        return closed;
+    }
+
+    @Override
+    public void close() {
+        Pointer c;
+        synchronized (lock) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            c = ctx;
+        }
+        // A thread blocked in bfo_read_wait returns once the batch is cancelled.
+        BfoNative.bfo_read_cancel(c);
+        boolean interrupted = false;
+        synchronized (lock) {
+            while (active > 0) {
+                try {
+                    lock.wait(100);
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+                if (active > 0) {
+                    BfoNative.bfo_read_cancel(c);   // a batch started meanwhile: cancel it too
+                }
+            }
+        }
+        NativeBatch b = batch;
+        if (b != null) {
+            synchronized (b) {   // no data() view is being made while the memory goes away
+                b.closedByReader();
+            }
+        }
+        BfoNative.bfo_ctx_destroy(c);
+        synchronized (lock) {
+            ctx = null;
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    // ------------------------------------------------------------ reader
+
+    @Override
+    public FileBatch read(Iterable<? extends Path> paths) {
+        NativeBatch prev = batch;
+        if (prev != null) {
+            if (prev.busyElsewhere()) {
+                throw new IllegalStateException("another thread is iterating this reader's batch: a reader serves "
+                        + "one thread at a time (use one reader per thread)");
+            }
+            prev.close();
+        }
+        Iterator<? extends Path> it = Objects.requireNonNull(paths.iterator(), "paths.iterator()");
+        NativeBatch b = new NativeBatch(it);
+        batch = b;
+        return b;
+    }
+
+    @Override
+    public ReadStats lastStats() {
+        NativeBatch b = batch;
+        return b != null ? b.stats() : last;
+    }
+
+    @Override
+    public String engineName() {
+        return engineAsked;
+    }
+
+    @Override
+    public String describe() {
+        Pointer c = enter();
+        try {
+            Memory m = new Memory(2048);
+            int n = BfoNative.bfo_ctx_describe(c, m, 2048);
+            return n < 0 ? "?" : m.getString(0, "UTF-8");
+        } finally {
+            exit();
+        }
+    }
+
+    ReadStats fetchStats(Pointer c) {
+        synchronized (statsBuf) {
+            BfoNative.bfo_read_stats(c, statsPtr);
+            return ReadStats.fromNative(statsBuf);
+        }
+    }
+
+    // ------------------------------------------------------------ a batch
+
+    final class NativeBatch extends FileBatch {
+        private final Iterator<? extends Path> src;
+        /** Paths in flight: slot index % capacity, from packing until their last entry is delivered. */
+        private final Path[] ring;
+        private final int mask;
+        private long packed;             // paths packed so far (= the next index)
+        private boolean srcDone;
+        private boolean started;         // a batch was begun in the library
+        private boolean finished;        // bfo_read_finish called
+        private boolean stopped;         // submission refused (-ECANCELED): stop-on-error or cancel
+        private boolean ended;           // bfo_read_wait returned 0
+        private ByteBuffer pathBuf = BfoNative.direct(PATH_BUF);
+        private Pointer pathPtr = BfoNative.pointer(pathBuf);
+        private int pathLen;
+        private int[] ends = new int[1024];   // end offset (after the NUL) of each packed, unaccepted path
+        private int pending;
+        private final ByteBuffer entries = BfoNative.direct(WAIT_MAX * BfoNative.FILE_SIZE);
+        private final Pointer entriesPtr = BfoNative.pointer(entries);
+        private int count;               // entries in the buffer (held until released)
+        private int cursor;
+        private ReadStats finalStats;
+        private boolean readerGone;
+
+        NativeBatch(Iterator<? extends Path> src) {
+            this.src = src;
+            // Enough paths in flight to keep the library's input queue (two windows) and its
+            // lookahead fed, and at least one window more than it can wait for (no dead end).
+            int cap = Integer.highestOneBit(Math.max(4096, Math.min(1 << 21, 4 * windowFiles)) - 1) << 1;
+            this.ring = new Path[cap];
+            this.mask = cap - 1;
+        }
+
+        void closedByReader() {
+            readerGone = true;
+        }
+
+        @Override
+        boolean readerClosed() {
+            return NativeReadEngine.this.closed;
+        }
+
+        @Override
+        FileData advance() {
+            for (;;) {
+                if (NativeReadEngine.this.closed) {
+                    throw new IllegalStateException("BatchFileReader closed");
+                }
+                if (cursor < count) {
+                    return entry(cursor++);
+                }
+                Pointer c = enter();
+                try {
+                    if (count > 0) {
+                        BfoNative.bfo_read_release(c, entriesPtr, count);
+                        count = 0;
+                        cursor = 0;
+                    }
+                    if (ended) {
+                        return null;
+                    }
+                    fill(c);
+                    int k = BfoNative.bfo_read_wait(c, entriesPtr, WAIT_MAX, WAIT_MS);
+                    if (k > 0) {
+                        count = k;
+                        cursor = 0;
+                        continue;
+                    }
+                    if (k == 0) {
+                        end(c);
+                        if (NativeReadEngine.this.closed) {
+                            throw new IllegalStateException("BatchFileReader closed during the read");
+                        }
+                        return null;
+                    }
+                    if (k == -Errno.ETIME) {
+                        continue;
+                    }
+                    if (k == -Errno.EAGAIN) {
+                        if (!canSubmit()) {
+                            throw new IllegalStateException("internal: the engine waits for paths that cannot be "
+                                    + "submitted (" + packed + " packed, ring " + ring.length + ")");
+                        }
+                        continue;
+                    }
+                    if (k == -Errno.EINVAL && !started) {
+                        throw new IllegalStateException("internal: no batch started");
+                    }
+                    throw new UncheckedIOException(new IOException("bfo_read_wait: " + Errno.text(k)
+                            + (k == -Errno.ENOBUFS ? " (the read arena is full of entries still held)" : "")));
+                } finally {
+                    exit();
+                }
+            }
+        }
+
+        private boolean canSubmit() {
+            return !finished && !stopped && (pending > 0 || ((!srcDone || stash != null)
+                    && ring[(int) (packed & mask)] == null));
+        }
+
+        /** Packs paths and submits them until the library's queue is full, the ring is full or the input ends. */
+        private void fill(Pointer c) {
+            while (!finished && !stopped) {
+                // pack, in the input's order (a path that did not fit waits in the stash)
+                while ((stash != null || !srcDone) && pathLen < PATH_BUF && ring[(int) (packed & mask)] == null) {
+                    Path p;
+                    byte[] b;
+                    if (stash != null) {
+                        p = stash;
+                        b = stashBytes;
+                        stash = null;
+                        stashBytes = null;
+                    } else {
+                        if (!src.hasNext()) {
+                            srcDone = true;
+                            break;
+                        }
+                        p = src.next();
+                        if (p == null) {
+                            throw new NullPointerException("null path at index " + packed + " of the batch");
+                        }
+                        PathBytes.checkDefault(p);
+                        b = PathBytes.of(p);
+                        for (byte x : b) {
+                            if (x == 0) {
+                                throw new IllegalArgumentException("path contains NUL: " + p);
+                            }
+                        }
+                    }
+                    if (pathLen + b.length + 1 > pathBuf.capacity()) {
+                        if (pending > 0) {
+                            stash = p;   // submit what is packed first
+                            stashBytes = b;
+                            break;
+                        }
+                        grow(b.length + 1);
+                    }
+                    put(p, b);
+                }
+                if (pending == 0) {
+                    if (srcDone && stash == null) {
+                        if (!started) {
+                            BfoNative.bfo_read_submit(c, Pointer.NULL, 0);   // a batch of no paths
+                            started = true;
+                        }
+                        int r = BfoNative.bfo_read_finish(c);
+                        if (r < 0 && r != -Errno.EINVAL) {
+                            throw new UncheckedIOException(new IOException("bfo_read_finish: " + Errno.text(r)));
+                        }
+                        finished = true;
+                    }
+                    return;   // ring full or finished
+                }
+                long r = BfoNative.bfo_read_submit_packed(c, pathPtr, pathLen);
+                started = true;
+                if (r == -Errno.ECANCELED) {
+                    dropPending();
+                    stopped = true;
+                    return;
+                }
+                if (r < 0) {
+                    throw new UncheckedIOException(new IOException("bfo_read_submit_packed: " + Errno.text((int) r)));
+                }
+                int before = pending;
+                if (accepted((int) r) < before) {
+                    return;   // the library's queue is full: consume results first
+                }
+            }
+        }
+
+        private Path stash;
+        private byte[] stashBytes;
+
+        private void put(Path p, byte[] b) {
+            pathBuf.position(pathLen);
+            pathBuf.put(b);
+            pathBuf.put((byte) 0);
+            pathLen += b.length + 1;
+            if (pending == ends.length) {
+                ends = Arrays.copyOf(ends, pending * 2);
+            }
+            ends[pending++] = pathLen;
+            ring[(int) (packed & mask)] = p;
+            packed++;
+        }
+
+        private void grow(int need) {
+            int cap = Math.max(pathBuf.capacity() * 2, pathLen + need);
+            ByteBuffer nb = BfoNative.direct(cap);
+            pathBuf.position(0).limit(pathLen);
+            nb.put(pathBuf);
+            pathBuf.clear();
+            pathBuf = nb;
+            pathPtr = BfoNative.pointer(nb);
+        }
+
+        /** The library took `bytes` bytes (whole paths): drop them from the buffer; returns how many paths. */
+        private int accepted(int bytes) {
+            int k = 0;
+            while (k < pending && ends[k] <= bytes) {
+                k++;
+            }
+            if (k == 0) {
+                return 0;
+            }
+            int rest = pathLen - bytes;
+            pathBuf.limit(pathLen).position(bytes);
+            pathBuf.compact();   // moves [bytes, pathLen) to the front
+            pathBuf.clear();
+            pathLen = rest;
+            for (int i = k; i < pending; i++) {
+                ends[i - k] = ends[i] - bytes;
+            }
+            int taken = k;
+            pending -= k;
+            return taken;
+        }
+
+        /** Paths packed but never accepted: they will not be delivered. */
+        private void dropPending() {
+            for (int i = 0; i < pending; i++) {
+                ring[(int) ((packed - pending + i) & mask)] = null;
+            }
+            pending = 0;
+            pathLen = 0;
+        }
+
+        private FileData entry(int i) {
+            ByteBuffer e = entries;
+            int base = i * BfoNative.FILE_SIZE;
+            long index = e.getLong(base + BfoNative.FILE_index);
+            boolean last = (e.getShort(base + BfoNative.FILE_flags) & BfoNative.FILE_LAST) != 0;
+            int slot = (int) (index & mask);
+            Path p = ring[slot];
+            if (p == null) {
+                // cannot happen: every delivered index was packed and is in flight
+                Pointer np = new Pointer(e.getLong(base + BfoNative.FILE_path));
+                p = PathBytes.toPath(np.getByteArray(0, (int) np.indexOf(0, (byte) 0)));
+            }
+            if (last) {
+                ring[slot] = null;
+            }
+            int engine = e.getShort(base + BfoNative.FILE_engine) & 0xffff;
+            return new FileData(this, p, index, e.getLong(base + BfoNative.FILE_offset),
+                    e.getLong(base + BfoNative.FILE_length), e.getLong(base + BfoNative.FILE_size),
+                    e.getLong(base + BfoNative.FILE_mtime_sec), e.getInt(base + BfoNative.FILE_mtime_nsec),
+                    e.getLong(base + BfoNative.FILE_ctime_sec), e.getInt(base + BfoNative.FILE_ctime_nsec),
+                    e.getLong(base + BfoNative.FILE_atime_sec), e.getInt(base + BfoNative.FILE_atime_nsec),
+                    e.getLong(base + BfoNative.FILE_ino), e.getLong(base + BfoNative.FILE_dev),
+                    e.getInt(base + BfoNative.FILE_mode), e.getInt(base + BfoNative.FILE_uid),
+                    e.getInt(base + BfoNative.FILE_gid), e.getInt(base + BfoNative.FILE_nlink),
+                    e.getInt(base + BfoNative.FILE_status),
+                    engine < ReadStats.NATIVE_ENGINES.length ? ReadStats.NATIVE_ENGINES[engine] : "?", last, noFollow,
+                    e.getLong(base + BfoNative.FILE_data), null, null);
+        }
+
+        private void end(Pointer c) {
+            ended = true;
+            finalStats = fetchStats(c);
+            last = finalStats;
+            Arrays.fill(ring, null);
+        }
+
+        @Override
+        public ReadStats stats() {
+            if (finalStats != null) {
+                return finalStats;
+            }
+            Pointer c;
+            try {
+                c = enter();
+            } catch (IllegalStateException e) {
+                return last;
+            }
+            try {
+                return fetchStats(c);
+            } finally {
+                exit();
+            }
+        }
+
+        @Override
+        void cancelAsync() {
+            Pointer c;
+            try {
+                c = enter();
+            } catch (IllegalStateException e) {
+                return;
+            }
+            try {
+                if (batch == this && started && !ended) {
+                    BfoNative.bfo_read_cancel(c);   // thread-safe; the iterating thread drains
+                }
+            } finally {
+                exit();
+            }
+        }
+
+        @Override
+        void doClose() {
+            if (batch == this) {
+                batch = null;
+            }
+            if (readerGone || NativeReadEngine.this.closed) {
+                return;
+            }
+            Pointer c;
+            try {
+                c = enter();
+            } catch (IllegalStateException e) {
+                return;
+            }
+            try {
+                if (count > 0) {
+                    BfoNative.bfo_read_release(c, entriesPtr, count);
+                    count = 0;
+                    cursor = 0;
+                }
+                if (started && !ended) {
+                    BfoNative.bfo_read_cancel(c);
+                    for (;;) {
+                        int k = BfoNative.bfo_read_wait(c, entriesPtr, WAIT_MAX, WAIT_MS);
+                        if (k > 0) {
+                            BfoNative.bfo_read_release(c, entriesPtr, k);
+                        } else if (k == -Errno.ETIME) {
+                            continue;
+                        } else {
+                            break;
+                        }
+                    }
+                    end(c);
+                }
+            } finally {
+                exit();
+                Arrays.fill(ring, null);
+            }
+        }
+    }
+}

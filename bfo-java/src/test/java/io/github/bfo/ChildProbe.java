@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+package io.github.bfo;
+
+import java.io.File;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A main class the tests run in child JVMs (another user, other system
+ * properties, another class path):
+ * <ul>
+ * <li>{@code read PATH...}: one line per entry, {@code status=N PATH EXCEPTION};</li>
+ * <li>{@code load}: the native state and the engine a reader gets.</li>
+ * </ul>
+ */
+public final class ChildProbe {
+    public static void main(String[] args) throws Exception {
+        if (args[0].equals("load")) {
+            System.out.println("native=" + Bfo.isNativeAvailable());
+            System.out.println("reason=" + Bfo.nativeUnavailableReason().orElse(""));
+            for (int i = 0; i < 3; i++) {
+                try (BatchFileReader r = BatchFileReader.builder().build()) {
+                    System.out.println("engine=" + r.engine());
+                }
+            }
+            return;
+        }
+        List<java.nio.file.Path> paths = new ArrayList<>();
+        for (int i = 1; i < args.length; i++) {
+            paths.add(Path.of(args[i]));
+        }
+        try (BatchFileReader r = BatchFileReader.builder().build(); FileBatch b = r.read(paths)) {
+            for (FileData f : b) {
+                System.out.println("status=" + f.status() + " " + f.path() + " "
+                        + (f.failure() == null ? "" : f.failure().getClass().getName()));
+            }
+        }
+    }
+
+    /**
+     * A class path another user can read: the classes directories (world
+     * readable under the build tree) and a copy of the JNA jar in dir,
+     * which is made world-writable for JNA's own temporary files.
+     */
+    static Path publicClassPath(Path dir) throws IOException {
+        Files.createDirectories(dir);
+        for (Path p = dir; p != null && p.getNameCount() > 1; p = p.getParent()) {
+            if (p.startsWith(System.getProperty("java.io.tmpdir")) && !p.toString().equals(System.getProperty("java.io.tmpdir"))) {
+                Files.setPosixFilePermissions(p, PosixFilePermissions.fromString("rwxr-xr-x"));
+            }
+        }
+        Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxrwxrwx"));
+        Path classes = dir.resolve("classes");
+        Files.createDirectories(classes);
+        for (String e : System.getProperty("java.class.path").split(File.pathSeparator)) {
+            Path p = Path.of(e);
+            if (p.getFileName().toString().startsWith("jna-") && e.endsWith(".jar")) {
+                Files.copy(p, dir.resolve("jna.jar"), StandardCopyOption.REPLACE_EXISTING);
+            } else if (Files.isDirectory(p) && (p.endsWith("classes") || p.endsWith("test-classes"))) {
+                copyTree(p, classes);
+            }
+        }
+        return dir;
+    }
+
+    static void copyTree(Path from, Path to) throws IOException {
+        try (var s = Files.walk(from)) {
+            for (Path p : (Iterable<Path>) s::iterator) {
+                Path d = to.resolve(from.relativize(p).toString());
+                if (Files.isDirectory(p)) {
+                    Files.createDirectories(d);
+                } else {
+                    Files.copy(p, d, StandardCopyOption.REPLACE_EXISTING);
+                }
+            }
+        }
+    }
+}
