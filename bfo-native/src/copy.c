@@ -509,6 +509,18 @@ static void add_other(struct bfo_copier *c, const char *src, const char *dest, c
 	maybe_flush(c);
 }
 
+/* Directories the walk could not read, named through the error callback. */
+static void report_walk_failures(struct bfo_copier *c, struct walk *wk)
+{
+	char *path;
+	int status;
+
+	while (walk_failure(wk, &path, &status)) {
+		report(c, path, status);
+		free(path);
+	}
+}
+
 /* Copy the tree at src (root of source srcno) to prefix. */
 static void copy_tree(struct bfo_copier *c, const char *src, const char *prefix, uint16_t srcno)
 {
@@ -546,10 +558,12 @@ static void copy_tree(struct bfo_copier *c, const char *src, const char *prefix,
 				add_other(c, p, dest, &st);
 			free(dest);
 		}
+		report_walk_failures(c, wk);
 		drain(c, 0, false);
 	}
+	report_walk_failures(c, wk);
 	walk_end(wk, &skipped_n, &errors);
-	/* The walk names the directories it could not read itself: count them. */
+	/* Failures beyond the walk's bound were only counted: count them too. */
 	if (errors) {
 		pthread_mutex_lock(&c->lock);
 		c->st.errors += errors;

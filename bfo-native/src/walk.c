@@ -34,7 +34,12 @@ struct walk {
 	size_t nout;
 	size_t cap;
 	bool sort, nofollow, all, stop;
-	uint64_t skipped, errors;
+	uint64_t skipped, errors;   /* errors: those not kept in fails[] */
+	struct walk_failure {
+		char *path;
+		int status;
+	} *fails;                   /* directories that could not be read, oldest first */
+	size_t nfails, fails_head;
 	pthread_t *threads;
 	unsigned nthreads;
 };
@@ -107,9 +112,20 @@ static void read_dir(struct walk *w, char *dir)
 	struct dirent *de;
 
 	if (!d) {
-		fprintf(stderr, "bfo: %s: %s\n", dir, strerror(errno));
+		int err = -errno;
+		char *p = strdup(dir);
+
 		pthread_mutex_lock(&w->lock);
-		w->errors++;
+		/* Kept for the caller to name, up to a bound; beyond it (or
+		 * without memory) only counted, so a tree of unreadable
+		 * directories cannot grow the walk without limit. */
+		if (p && w->nfails < WALK_MAX_FAILURES) {
+			w->fails[w->nfails].path = p;
+			w->fails[w->nfails++].status = err;
+		} else {
+			free(p);
+			w->errors++;
+		}
 		pthread_mutex_unlock(&w->lock);
 		return;
 	}
@@ -213,9 +229,10 @@ struct walk *walk_start(const char *root, unsigned nthreads, size_t batch_cap, u
 	w->fill = malloc(w->cap * sizeof(*w->fill));
 	w->out = malloc(w->cap * sizeof(*w->out));
 	w->threads = calloc(nthreads ? nthreads : 1, sizeof(*w->threads));
+	w->fails = calloc(WALK_MAX_FAILURES, sizeof(*w->fails));
 	char *r = strdup(root);
 
-	if (!w->fill || !w->out || !w->threads || !r) {
+	if (!w->fill || !w->out || !w->threads || !w->fails || !r) {
 		free(r);
 		walk_end(w, NULL, NULL);
 		return NULL;
@@ -261,6 +278,30 @@ size_t walk_next(struct walk *w, struct walk_file **files)
 	return w->nout;
 }
 
+bool walk_failure(struct walk *w, char **path, int *status)
+{
+	bool got = false;
+
+	pthread_mutex_lock(&w->lock);
+	if (w->fails_head < w->nfails) {
+		*path = w->fails[w->fails_head].path;
+		*status = w->fails[w->fails_head++].status;
+		got = true;
+	}
+	if (w->fails_head == w->nfails)
+		w->fails_head = w->nfails = 0;
+	pthread_mutex_unlock(&w->lock);
+	return got;
+}
+
+void walk_counts(struct walk *w, uint64_t *skipped, uint64_t *untaken)
+{
+	pthread_mutex_lock(&w->lock);
+	*skipped = w->skipped;
+	*untaken = w->errors + (w->nfails - w->fails_head);
+	pthread_mutex_unlock(&w->lock);
+}
+
 void walk_end(struct walk *w, uint64_t *skipped, uint64_t *errors)
 {
 	if (!w)
@@ -285,6 +326,10 @@ void walk_end(struct walk *w, uint64_t *skipped, uint64_t *errors)
 	}
 	for (size_t i = 0; i < w->ndirs; i++)
 		free(w->dirs[i]);
+	if (w->fails)
+		for (size_t i = w->fails_head; i < w->nfails; i++)
+			free(w->fails[i].path);
+	free(w->fails);
 	free(w->dirs);
 	free(w->fill);
 	free(w->out);

@@ -44,7 +44,22 @@ struct walk *walk_start(const char *root, unsigned nthreads, size_t batch_cap, u
  */
 size_t walk_next(struct walk *w, struct walk_file **files);
 
-/* Stop the threads, free everything; report skipped entries and errors. */
+/* Directories that could not be read are kept (up to this many at a time,
+ * the rest only counted in walk_end's errors) for the caller to name. */
+#define WALK_MAX_FAILURES 1024
+
+/*
+ * Take the oldest directory the walk could not read: stores its path (the
+ * caller frees it) and -errno; false when there is none (now).
+ */
+bool walk_failure(struct walk *w, char **path, int *status);
+
+/* Entries skipped so far (special files, links to directories...), and
+ * failures not taken with walk_failure() (kept, or beyond the bound). */
+void walk_counts(struct walk *w, uint64_t *skipped, uint64_t *untaken);
+
+/* Stop the threads, free everything; report skipped entries and the
+ * errors not taken with walk_failure() (call it first). */
 void walk_end(struct walk *w, uint64_t *skipped, uint64_t *errors);
 
 #endif

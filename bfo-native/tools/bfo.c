@@ -100,6 +100,19 @@ struct input {
 	char *cur;          /* the path returned last; the caller may take it */
 };
 
+/* Directories the walk could not read: named on stderr, counted as errors. */
+static void print_walk_failures(struct input *in)
+{
+	char *path;
+	int status;
+
+	while (walk_failure(in->walk, &path, &status)) {
+		fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(-status));
+		in->walk_errors++;
+		free(path);
+	}
+}
+
 /* Returns the next path, or NULL when the input is exhausted. */
 static const char *input_next(struct input *in)
 {
@@ -114,6 +127,7 @@ static const char *input_next(struct input *in)
 			}
 			in->nbatch = walk_next(in->walk, &in->batch);
 			in->pos = 0;
+			print_walk_failures(in);
 			if (in->nbatch)
 				continue;
 			walk_end(in->walk, &in->skipped, &in->walk_errors);

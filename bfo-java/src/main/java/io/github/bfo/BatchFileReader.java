@@ -263,7 +263,7 @@ public final class BatchFileReader implements AutoCloseable {
      * Reads every regular file beneath roots (a root that is a file is read
      * itself) without a stat per entry in Java (unlike {@code Files.walk},
      * which costs a serial lstat per entry on a cold tree). With libbfo the
-     * tree is listed in parallel with getdents64 (inode numbers and types
+     * tree is listed by libbfo's parallel walk (inode numbers and types
      * come with the listing) and files go to the engine in inode order, a
      * sort buffer of 65,536 at a time, in one batch: the order
      * {@code bfo read DIR} uses, close to disk order on ext4 and XFS. With

@@ -7,6 +7,7 @@ import com.sun.jna.Native;
 import com.sun.jna.NativeLibrary;
 import com.sun.jna.Platform;
 import com.sun.jna.Pointer;
+import com.sun.jna.ptr.IntByReference;
 import com.sun.jna.ptr.PointerByReference;
 
 import java.io.File;
@@ -98,6 +99,7 @@ final class BfoNative {
     static final int CSTATS_files = 0, CSTATS_others = 8, CSTATS_bytes = 16, CSTATS_errors = 24, CSTATS_batches = 32,
             CSTATS_ns_total = 40, CSTATS_read_engine = 48, CSTATS_write_engine = 52;
     static final int COPY_ARCHIVE = 1, COPY_REPLACE = 2;
+    static final int WALK_NOFOLLOW = 1;
 
     // ---------------------------------------------------------------- struct bfo_copy_callbacks (24 bytes)
     static final int CB_SIZE = 24;
@@ -132,6 +134,11 @@ final class BfoNative {
     static native int bfo_copier_cancel(Pointer c);
     static native void bfo_copier_destroy(Pointer c);
 
+    static native int bfo_walk_start(PointerByReference w, Pointer root, long sortFiles, int flags);
+    static native long bfo_walk_next(Pointer w, Pointer buf, long len);
+    static native int bfo_walk_failure(Pointer w, Pointer buf, long len, IntByReference status);
+    static native void bfo_walk_destroy(Pointer w);
+
     /** void (*error)(void *arg, const char *path, int status) */
     interface ErrorCallback extends Callback {
         void invoke(Pointer arg, Pointer path, int status);
@@ -140,43 +147,6 @@ final class BfoNative {
     /** void (*progress)(void *arg, const struct bfo_copy_stats *stats) */
     interface ProgressCallback extends Callback {
         void invoke(Pointer arg, Pointer stats);
-    }
-
-    /**
-     * The few libc calls of the tree walk ({@link BatchFileReader#readTree}):
-     * getdents64 returns a directory's entries with their inode numbers and
-     * types, thousands per call, so files can be handed to the engine in
-     * inode order without a stat per entry. Registered only when libbfo is
-     * (the walk falls back to DirectoryStream otherwise).
-     */
-    static final class Libc {
-        static final boolean AVAILABLE;
-        static final String WHY;
-
-        static native Pointer opendir(Pointer name) throws com.sun.jna.LastErrorException;
-        static native int dirfd(Pointer dir);
-        static native long getdents64(int fd, Pointer buf, long count) throws com.sun.jna.LastErrorException;
-        static native int closedir(Pointer dir);
-
-        static {
-            boolean ok = false;
-            String why = null;
-            if (BfoNative.available()) {
-                try {
-                    Native.register(Libc.class, NativeLibrary.getInstance(Platform.C_LIBRARY_NAME));
-                    ok = true;
-                } catch (Throwable t) {
-                    why = message(t);
-                }
-            } else {
-                why = "libbfo is not loaded";
-            }
-            AVAILABLE = ok;
-            WHY = why;
-        }
-
-        private Libc() {
-        }
     }
 
     // ---------------------------------------------------------------- loading

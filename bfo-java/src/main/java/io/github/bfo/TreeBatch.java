@@ -16,8 +16,8 @@ import java.util.NoSuchElementException;
 
 /**
  * Every regular file beneath some roots, without a stat per entry in Java.
- * With libbfo: one batch fed by a {@link TreeWalker} (parallel getdents64
- * listings, files handed out in inode order a sort buffer at a time, like
+ * With libbfo: one batch fed by a {@link TreeWalker} (libbfo's parallel
+ * walk, files handed out in inode order a sort buffer at a time, like
  * {@code bfo read DIR}). Without it (the Java engine): level by level, each
  * level (the entries of the directories found in the previous one, listed
  * with DirectoryStream) one batch, the engine's metadata phase telling
@@ -36,7 +36,7 @@ final class TreeBatch extends FileBatch {
     private long submitted;            // paths handed to the current level
     private long skipped;              // directories and special files met (not delivered)
     private ReadStats stats;
-    // walker mode (libbfo and libc's getdents64 available): files in inode order, no Java stat
+    // walker mode (libbfo loaded): files in inode order from libbfo's walk, no Java stat
     private final boolean walk;
     private final boolean noFollow;
     private TreeWalker walker;
@@ -44,12 +44,11 @@ final class TreeBatch extends FileBatch {
 
     /** Files sorted together by inode (the walk's sort buffer). */
     static final int SORT_BUFFER = 65536;
-    static final int WALK_THREADS = 8;
 
     TreeBatch(BatchFileReader reader, List<Path> roots, boolean noFollow) {
         this.reader = reader;
         this.noFollow = noFollow;
-        this.walk = reader.isNative() && BfoNative.Libc.AVAILABLE;
+        this.walk = reader.isNative();
         List<Path> files = new ArrayList<>();
         List<Path> dirs = new ArrayList<>();
         for (Path r : roots) {
@@ -96,7 +95,7 @@ final class TreeBatch extends FileBatch {
                         return null;
                     }
                     // one batch over the whole walk (again only for directories of unknown type found in it)
-                    walker = new TreeWalker(nextDirs, walkFiles, SORT_BUFFER, WALK_THREADS, noFollow);
+                    walker = new TreeWalker(nextDirs, walkFiles, SORT_BUFFER, noFollow);
                     nextDirs = new ArrayList<>();
                     walkFiles = new ArrayList<>();
                     submitted = 0;
