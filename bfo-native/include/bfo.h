@@ -333,6 +333,14 @@ enum bfo_durability {
 	BFO_DURABILITY_BATCH = 0,  /* durable when bfo_writer_write() returns */
 	BFO_DURABILITY_NONE = 1,   /* page cache only, like cp; no manifest */
 	BFO_DURABILITY_EACH = 2,   /* fsync per file (for comparison) */
+	/* durable when bfo_writer_close() returns: each batch's manifest is
+	 * durable before its data, as with BATCH, but up to 64 consecutive
+	 * batches share one syncfs (at close, or when the 65th comes), so a
+	 * long stream of batches (a copy) does not wait on the disk once per
+	 * batch.  After a crash every batch not yet synced is recovered like
+	 * an unfinished one: its files complete or absent.  Batches that
+	 * replace files or continue large files in pieces are synced at once. */
+	BFO_DURABILITY_CLOSE = 3,
 };
 
 /* bfo_write_opts.flags */

@@ -626,6 +626,10 @@ BFO_API int bfo_copier_create(struct bfo_copier **out, const struct bfo_opts *ro
 	if (wopts)
 		c->wo = *wopts;
 	c->wo.size = sizeof(c->wo);
+	/* A copy promises durability when it returns, not per batch: its
+	 * batches share syncfs calls (each still journaled first). */
+	if (c->wo.durability == BFO_DURABILITY_BATCH)
+		c->wo.durability = BFO_DURABILITY_CLOSE;
 	if (flags & BFO_COPY_REPLACE)
 		c->wo.flags |= BFO_WRITE_REPLACE;
 	c->flags = flags;

@@ -61,6 +61,10 @@ struct wstream {                    /* a file arriving in pieces */
 	char jname[96];
 };
 
+/* DURABILITY_CLOSE: batches that may share one syncfs.  Bounds the
+ * manifests (and descriptors) held, and the work a recovery may face. */
+#define DEFER_MAX_BATCHES 64u
+
 struct bfo_writer {
 	int rootfd, jfd;
 	struct bfo_write_opts o;
@@ -81,7 +85,16 @@ struct bfo_writer {
 	uint64_t tmp_seq;
 	int first_err;
 	mode_t umask;               /* the process's, read once at open */
+	/* DURABILITY_CLOSE: batches written but not yet synced; their
+	 * manifests stay (locked) until the syncfs that covers them. */
+	struct deferred_batch {
+		int mfd;
+		char mname[96];
+	} deferred[DEFER_MAX_BATCHES];
+	unsigned ndeferred;
 };
+
+static void release_deferred(struct bfo_writer *w);
 
 /* Per batch. */
 struct wbatch {
@@ -977,7 +990,7 @@ BFO_API int bfo_writer_write(struct bfo_writer *w, struct bfo_wentry *e, unsigne
 	struct wtask *tasks = NULL;
 	uint32_t nm = 0, ntasks = 0, failed = 0;
 	char mname[96], stem_name[112] = "";
-	bool *piece = NULL;
+	bool *piece = NULL, pieces = false, defer = false;
 	int mfd = -1, ret = 0;
 	uint64_t t0 = bfo_now_ns(), t;
 
@@ -1022,7 +1035,7 @@ BFO_API int bfo_writer_write(struct bfo_writer *w, struct bfo_wentry *e, unsigne
 		if (v < 0)
 			continue;
 		if (v == 1) {
-			piece[i] = true;
+			piece[i] = pieces = true;
 			/* A first piece's temporary is named now, so the manifest
 			 * lists it before it exists. */
 			if (e[i].offset == 0 && !(e[i].flags & BFO_WENTRY_ABORT) &&
@@ -1203,11 +1216,17 @@ BFO_API int bfo_writer_write(struct bfo_writer *w, struct bfo_wentry *e, unsigne
 	t0 = t;
 
 	/* 4. One durability point for the batch (two with REPLACE: the new
-	 * data is durable before any old file is replaced). */
-	if (w->o.durability != BFO_DURABILITY_NONE) {
+	 * data is durable before any old file is replaced).  DURABILITY_CLOSE
+	 * leaves plain batches to a later syncfs: their manifests stay until
+	 * then, so a crash before it is recovered like any unfinished batch. */
+	if (w->o.durability == BFO_DURABILITY_CLOSE && mfd >= 0 && !b.temps && !pieces &&
+	    !w->nstreams && w->ndeferred < DEFER_MAX_BATCHES)
+		defer = true;
+	if (w->o.durability != BFO_DURABILITY_NONE && !defer) {
 		if (syncfs(w->rootfd) < 0 && !w->first_err)
 			w->first_err = -errno;
 		stat_add(&w->st.syncs, 1);
+		release_deferred(w);
 	}
 	if (b.temps) {
 		rename_pass(&b);
@@ -1226,7 +1245,12 @@ out:
 		close(b.stem_fd);
 		unlinkat(w->jfd, stem_name, 0);
 	}
-	if (mfd >= 0) {
+	if (mfd >= 0 && defer) {
+		struct deferred_batch *d = &w->deferred[w->ndeferred++];
+
+		d->mfd = mfd;
+		snprintf(d->mname, sizeof(d->mname), "%s", mname);
+	} else if (mfd >= 0) {
 		unlinkat(w->jfd, mname, 0);
 		close(mfd);   /* releases the lock */
 	}
@@ -1358,7 +1382,7 @@ static int opts_take(struct bfo_write_opts *out, const struct bfo_write_opts *in
 			return -EINVAL;
 	if (out->flags & ~(BFO_WRITE_REPLACE | BFO_WRITE_STOP_ON_ERROR | BFO_WRITE_URING))
 		return -EINVAL;
-	if (out->engine > BFO_WENGINE_BATCHED || out->durability > BFO_DURABILITY_EACH ||
+	if (out->engine > BFO_WENGINE_BATCHED || out->durability > BFO_DURABILITY_CLOSE ||
 	    out->threads > 256 || out->queue_depth > 4096)
 		return -EINVAL;
 	if (!out->threads)
@@ -1456,6 +1480,32 @@ BFO_API int bfo_writer_stats(struct bfo_writer *w, struct bfo_write_stats *st)
 	return 0;
 }
 
+/* The deferred batches are durable (a syncfs just returned): their
+ * manifests go. */
+static void release_deferred(struct bfo_writer *w)
+{
+	for (unsigned i = 0; i < w->ndeferred; i++) {
+		unlinkat(w->jfd, w->deferred[i].mname, 0);
+		close(w->deferred[i].mfd);
+	}
+	w->ndeferred = 0;
+}
+
+/* DURABILITY_CLOSE: one syncfs for the batches written since the last. */
+static int sync_deferred(struct bfo_writer *w)
+{
+	int ret = 0;
+
+	if (!w->ndeferred)
+		return 0;
+	if (syncfs(w->rootfd) < 0)
+		ret = -errno;
+	stat_add(&w->st.syncs, 1);
+	if (!ret)
+		release_deferred(w);
+	return ret;
+}
+
 static int depth_cmp(const void *a, const void *b)
 {
 	const struct wdir *x = a, *y = b;
@@ -1476,6 +1526,14 @@ BFO_API int bfo_writer_close(struct bfo_writer *w)
 	if (!w)
 		return 0;
 	ret = w->first_err;
+	/* A failed syncfs leaves the manifests: recovery decides. */
+	int sr = sync_deferred(w);
+
+	if (sr < 0 && !ret)
+		ret = sr;
+	for (unsigned i = 0; i < w->ndeferred; i++)
+		close(w->deferred[i].mfd);
+	w->ndeferred = 0;
 	/* Files whose last piece never came are dropped. */
 	while (w->nstreams)
 		stream_drop(w, &w->streams[0], true);

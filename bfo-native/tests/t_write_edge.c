@@ -566,7 +566,7 @@ static void scenario_empty(void *arg)
 					       { BFO_WENGINE_AUTO, 0 } };
 
 	for (int k = 0; k < 3; k++) {
-		for (uint32_t dur = 0; dur < 3; dur++) {
+		for (uint32_t dur = 0; dur <= BFO_DURABILITY_CLOSE; dur++) {
 			char *base = t_mkdtemp_in(dir);
 			char *root = t_path(base, "dst");
 			struct bfo_writer *w = wopen(root, engines[k][0], engines[k][1], dur);
@@ -600,6 +600,57 @@ static void scenario_empty(void *arg)
 		}
 	}
 	t_log("empty files on %s: ok", tw_fstype(dir));
+	tw_checks_end();
+}
+
+/* ------------------------------------------------------------ close durability */
+
+/* DURABILITY_CLOSE: each batch's manifest stays until the syncfs that
+ * covers it (at close, or when 64 batches wait): after close, the files are
+ * there with their bytes and the journal is empty. */
+static void scenario_close(void *arg)
+{
+	const char *dir = arg;
+	char *base = t_mkdtemp_in(dir);
+	char *root = t_path(base, "dst");
+	struct bfo_writer *w = wopen(root, BFO_WENGINE_AUTO, 0, BFO_DURABILITY_CLOSE);
+	struct bfo_write_stats st;
+	enum { BATCHES = 70, PER = 3 };
+	static char data[BATCHES][PER][64];
+
+	for (int b = 0; b < BATCHES; b++) {
+		struct bfo_wentry e[PER];
+
+		for (int i = 0; i < PER; i++) {
+			snprintf(data[b][i], sizeof(data[b][i]), "batch %d file %d", b, i);
+			e[i] = (struct bfo_wentry){ .path = strdup(tw_fmt("d%d/f%d", b % 7, b * PER + i)),
+						    .type = BFO_WTYPE_FILE, .mode = 0644, .data = data[b][i],
+						    .length = strlen(data[b][i]) };
+		}
+		T_OK(bfo_writer_write(w, e, PER));
+		int m = tw_manifests(root, NULL, 0);
+		int want = (b + 1) % 65;   /* the 65th batch's syncfs covers the 64 before it */
+
+		TW_CHECK(m == want, "after batch %d: %d manifests in the journal, expected %d", b, m, want);
+		for (int i = 0; i < PER; i++)
+			free((char *)e[i].path);
+	}
+	T_OK(bfo_writer_stats(w, &st));
+	TW_CHECK(st.syncs == 1, "syncs before close: %llu, expected 1", (unsigned long long)st.syncs);
+	T_OK(bfo_writer_close(w));
+	for (int b = 0; b < BATCHES; b++)
+		for (int i = 0; i < PER; i++) {
+			char why[256];
+			int fd = open(root, O_RDONLY | O_DIRECTORY);
+
+			TW_CHECK(tw_file_check(fd, tw_fmt("d%d/f%d", b % 7, b * PER + i), data[b][i],
+					       strlen(data[b][i]), why, sizeof(why)) == 0, "file %d/%d: %s", b, i, why);
+			close(fd);
+		}
+	no_leftovers(root, "close");
+	t_log("durability close: %d batches, manifests kept until a shared syncfs, all files whole", BATCHES);
+	free(root);
+	free(base);
 	tw_checks_end();
 }
 
@@ -893,6 +944,7 @@ int main(void)
 	t_subtest("symlinks uring", 60, scenario_symlinks, &sl[1]);
 	t_subtest("long", 60, scenario_long, (void *)tmp);
 	t_subtest("empty", 60, scenario_empty, (void *)tmp);
+	t_subtest("close", 60, scenario_close, (void *)tmp);
 
 	if (!t_is_root()) {
 		t_log("not root: mount, rofs, enospc, edquot and XFS parts skipped (they need loop devices)");

@@ -410,7 +410,9 @@ int cmd_write(int argc, char **argv)
 			printf("usage: bfo write [--tar] [--durability none|batch|each] [--replace]\n"
 			       "                 [--batch-bytes SIZE] [--batch-files N] DIR < STREAM\n\n"
 			       "Entries are written in batches of --batch-bytes (default 64M) or --batch-files\n"
-			       "(default 16384), whichever fills first; each batch is one durability point.\n\n"
+			       "(default 16384), whichever fills first; each batch is journaled before its\n"
+			       "data, and with --durability batch (the default) everything is durable when\n"
+			       "bfo write returns (batches share syncfs calls, at most 64 per call).\n\n"
 			       "The simple format, one record per entry (PATH relative to DIR, to the end of the line):\n"
 			       "  f MODE MTIME SIZE PATH\\n followed by SIZE bytes    a regular file\n"
 			       "  d MODE MTIME PATH\\n                                 a directory\n"
@@ -425,6 +427,9 @@ int cmd_write(int argc, char **argv)
 	if (argc - optind != 1)
 		goto usage;
 	r.owner = geteuid() == 0;
+	/* Durable when the command returns: batches may share a syncfs. */
+	if (wo.durability == BFO_DURABILITY_BATCH)
+		wo.durability = BFO_DURABILITY_CLOSE;
 	ret = bfo_writer_open(&r.w, argv[optind], &wo);
 	if (ret) {
 		fprintf(stderr, "bfo: write: %s: %s\n", argv[optind], bfo_strerror(ret));
