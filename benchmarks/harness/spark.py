@@ -1,0 +1,181 @@
+"""Benchmark S1: Spark over many small files, `bfo` against binaryFile and text.
+
+On the 4k set (100,000 x 4 KiB by default; --files N to scale), each query
+runs in its own JVM (io.github.bfo.spark.S1Bench from spark-source's test
+classes, local[*]): the query first runs on the 3-file probe directory (class
+loading and code generation off the clock), then the harness drops the caches
+(root) and the query runs once on the set, timed inside the JVM.
+
+  count      spark.read.format(M).load(DIR).count()             bfo vs binaryFile
+  sumlen     sum(length(content))                               bfo vs binaryFile
+  metadata   bfo count() (no content column: metadata only) vs binaryFile sumlen
+  wordcount  split/explode/groupBy word count over lines        bfo format=text vs text
+
+Every method of a query uses the same partition settings (--spark-conf,
+default spark.sql.files.openCostInBytes=8192, Spark's other defaults), and
+results must be equal (count; files and bytes; distinct words, words and a
+checksum) or the method is FAILED.
+"""
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from . import native, runner, sets, util
+
+SPARK_DIR = native.REPO / "spark-source"
+MAIN = "io.github.bfo.spark.S1Bench"
+# What Spark 4 needs on Java 17 (the same list as spark-source/pom.xml's surefire argLine).
+JVM_FLAGS = ["-XX:+IgnoreUnrecognizedVMOptions"] + [
+    f"--add-opens=java.base/{p}=ALL-UNNAMED" for p in (
+        "java.lang", "java.lang.invoke", "java.lang.reflect", "java.io", "java.net", "java.nio", "java.util",
+        "java.util.concurrent", "java.util.concurrent.atomic", "jdk.internal.ref", "sun.nio.ch", "sun.nio.cs",
+        "sun.security.action", "sun.util.calendar")] + [
+    "-Djdk.reflect.useDirectMethodHandle=false", "-Dio.netty.tryReflectionSetAccessible=true"]
+DEFAULT_CONF = "spark.sql.files.openCostInBytes=8192"
+
+# (query, method) pairs run, in order; and the comparisons reported
+RUNS = [("count", "bfo"), ("count", "binaryFile"), ("sumlen", "bfo"), ("sumlen", "binaryFile"),
+        ("wordcount", "bfo"), ("wordcount", "text")]
+COMPARE = [
+    ("count()", ("count", "bfo"), ("count", "binaryFile"), None),
+    ("sum(length(content))", ("sumlen", "bfo"), ("sumlen", "binaryFile"), 3.0),
+    ("metadata only: bfo count() vs binaryFile sum(length(content))", ("count", "bfo"), ("sumlen", "binaryFile"),
+     10.0),
+    ("word count", ("wordcount", "bfo"), ("wordcount", "text"), 1.5),
+]
+
+
+def classpath(workdir, rebuild=False):
+    """spark-source's test classpath (compiled with Maven; bfo-java must be installed: see README)."""
+    cp_file = Path(workdir) / "spark-s1.classpath"
+    log = Path(workdir) / "spark-s1-build.log"
+    util.log(f"S1: compiling spark-source and its test classes (log: {log})")
+    with open(log, "w") as lf:
+        r = util.run(["mvn", "-B", "-q", "-o", "-pl", "spark-source", "test-compile", "dependency:build-classpath",
+                      f"-Dmdep.outputFile={cp_file}", "-Dmdep.includeScope=test"],
+                     capture=False, stdout=lf, stderr=lf, cwd=native.REPO, timeout=3600)
+        if not r.ok:
+            r = util.run(["mvn", "-B", "-q", "-pl", "spark-source", "test-compile", "dependency:build-classpath",
+                          f"-Dmdep.outputFile={cp_file}", "-Dmdep.includeScope=test"],
+                         capture=False, stdout=lf, stderr=lf, cwd=native.REPO, timeout=3600)
+    if not r.ok or not cp_file.is_file():
+        raise RuntimeError(f"building spark-source failed (exit {r.returncode}, see {log}); "
+                           "run `mvn -B -q -pl bfo-native,bfo-java install -DskipTests` first")
+    target = SPARK_DIR / "target"
+    return f"{target / 'test-classes'}:{target / 'classes'}:{cp_file.read_text().strip()}"
+
+
+def run_one(cp, set_dir, probe_dir, method, query, *, root, conf, heap, timeout):
+    cmd = [util.which("java"), f"-Xmx{heap}", *JVM_FLAGS, "-cp", cp]
+    for c in conf:
+        cmd.append(f"-D{c}")
+    cmd += [MAIN, str(set_dir), str(probe_dir), method, query]
+    util.debug(" ".join(cmd))
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        line = p.stdout.readline()
+        while line and line.strip() != "READY":
+            line = p.stdout.readline()
+        if not line:
+            err = p.stderr.read()
+            p.wait()
+            return {"status": "FAILED", "error": (err.strip().splitlines() or ["no output"])[-1][:300]}
+        runner.cold(root)
+        p.stdin.write("GO\n")
+        p.stdin.flush()
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, 9)
+        p.wait()
+        return {"status": "FAILED", "error": f"timeout after {timeout}s"}
+    js = native.parse_json_tail(out)
+    if p.returncode != 0 or js is None:
+        return {"status": "FAILED", "error": ((err or "").strip().splitlines() or ["no output"])[-1][:300]}
+    js["status"] = "ok"
+    js["process_seconds"] = time.monotonic() - t0
+    return js
+
+
+def run_s1(*, files, conf, heap, workdir, keep, root, timeout, results, md, outdir, cache, fs="ext4"):
+    """Returns True when some run FAILED or results differ."""
+    spec = sets.REGISTRY["4k"]
+    params = spec.params({"files": files})
+    cp = classpath(workdir)
+    conf = [c for c in (conf or DEFAULT_CONF).split(",") if c]
+    failed = False
+    with runner.open_set(spec, params, workdir=workdir, keep=keep, fs=fs, root=root) as (ws, plan, info):
+        info = dict(info, scenario="s1", conf=conf, runs={})
+        results["sets"]["s1-4k"] = info
+        for query, method in RUNS:
+            util.log(f"S1 {query} with {method} ({cache} cache)")
+            r = run_one(cp, ws.set_dir, ws.probe_dir, method, query, root=root, conf=conf, heap=heap,
+                        timeout=timeout)
+            info["runs"][f"{query}/{method}"] = r
+            util.log(f"  -> {r.get('seconds', 0):.2f}s in-JVM, {r.get('partitions')} partitions: "
+                     f"{r.get('result') or r.get('error')}")
+            if r["status"] != "ok":
+                failed = True
+        rows = []
+        for title, a, b, target in COMPARE:
+            ra, rb = info["runs"][f"{a[0]}/{a[1]}"], info["runs"][f"{b[0]}/{b[1]}"]
+            ok = ra["status"] == "ok" and rb["status"] == "ok"
+            # the same query must give the same result; the metadata row compares the number of files
+            same = ok and (ra["result"] == rb["result"] if a[0] == b[0]
+                           else ra["result"].split()[0] == rb["result"].split()[0])
+            if not same:
+                failed = True
+            ratio = rb["seconds"] / ra["seconds"] if ok and ra["seconds"] > 0 else None
+            rows.append([title, f"{ra.get('seconds', float('nan')):.2f}", f"{b[1]} {rb.get('seconds', float('nan')):.2f}",
+                         f"{ratio:.1f}x" if ratio else "-", f">= {target}x" if target else "-",
+                         ("yes" if same else "NO") + f" ({ra.get('result') or ra.get('error')})"])
+        info["complete"] = True
+        block = (f"## S1: Spark on the 4k set, {plan.files:,} files, {plan.bytes / 1e6:,.1f} MB, {cache} cache, "
+                 f"one run each\n\nSpark local[*], conf: {', '.join(conf)}; time of the query inside the JVM "
+                 f"(after a warm-up on the probe dir and a cache drop)\n\n"
+                 + util.md_table(["query", "bfo s", "baseline s", "speed-up", "target", "same result"], rows) + "\n")
+        md.append(block)
+        print("\n" + block, flush=True)
+        (outdir / "results.json").write_text(json.dumps(results, indent=1, default=str))
+    return failed
+
+
+def main(args):
+    """`bench --scenario s1`: the 4k set (--files N), --workdir, --keep, --timeout, --results-dir; the Spark
+    confs from BFO_S1_SPARK_CONF (comma-separated k=v, default spark.sql.files.openCostInBytes=8192), the driver
+    heap from BFO_S1_HEAP (default 2g). Exit 0, 1 (a run failed or results differ) or 2 (error)."""
+    from . import report
+    from .workspace import WorkdirLock
+    root = util.is_root()
+    cache = "cold" if root else "warm"
+    if not root:
+        util.log("NOT ROOT: no image, no cache dropping: results are WARM-CACHE.")
+    workdir = Path(args.workdir).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    results = {"kind": "bench", "scenario": "s1", "started": time.strftime("%Y-%m-%d %H:%M:%S %z"),
+               "argv": __import__("sys").argv, "cache": cache, "machine": runner.machine_info(workdir), "sets": {},
+               "complete": False}
+    md = [f"# BFO S1 Spark benchmark, {results['started']}\n"]
+    try:
+        with WorkdirLock(workdir):
+            outdir = report.results_dir(args.results_dir, workdir, suffix="-s1")
+            util.log(f"results: {outdir}")
+            failed = run_s1(files=args.files, conf=os.environ.get("BFO_S1_SPARK_CONF"),
+                            heap=os.environ.get("BFO_S1_HEAP", "2g"), workdir=workdir, keep=args.keep, root=root,
+                            timeout=args.timeout, results=results, md=md, outdir=outdir, cache=cache,
+                            fs=args.fs or "ext4")
+        results["complete"] = True
+        (outdir / "results.json").write_text(json.dumps(results, indent=1, default=str))
+        (outdir / "table.md").write_text("\n".join(md) + "\n")
+        print(f"results: {outdir}/results.json, table.md")
+        return 1 if failed else 0
+    except (KeyboardInterrupt, util.Interrupted):
+        util.log("interrupted; cleaned up")
+        return 130
+    except RuntimeError as e:
+        util.log(f"ERROR: {e}")
+        return 2

@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+package io.github.bfo.hadoop;
+
+import org.apache.hadoop.fs.BlockLocation;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The files of a job's input, compactly: per file an index into a table of
+ * directories, the name's UTF-8 bytes in one shared arena, the length, an
+ * index into a table of distinct location sets, and a flag for a sibling
+ * {@code .crc} file. About 30 bytes plus the name per file, so millions of
+ * files fit where a list of FileStatus objects would not. Not thread-safe
+ * (the lister adds under its own lock).
+ */
+final class FileTable {
+    /** Directory paths, fully qualified, without a trailing slash (except a root). */
+    final List<String> dirs = new ArrayList<>();
+    private final Map<String, Integer> dirIndex = new HashMap<>();
+
+    /** Distinct location sets: hosts, and each host's rack. */
+    final List<String[]> locHosts = new ArrayList<>();
+    final List<String[]> locRacks = new ArrayList<>();
+    private final Map<String, Integer> locIndex = new HashMap<>();
+
+    int size;
+    int[] dir = new int[1024];
+    int[] nameStart = new int[1025];
+    long[] length = new long[1024];
+    int[] loc = new int[1024];
+    byte[] crc = new byte[1024];
+    /** Device and inode per file when the lister knew them (local listing), else null. */
+    long[] dev;
+    long[] ino;
+    private byte[] names = new byte[16384];
+    private int namesUsed;
+
+    int dir(String path) {
+        Integer i = dirIndex.get(path);
+        if (i == null) {
+            i = dirs.size();
+            dirs.add(path);
+            dirIndex.put(path, i);
+        }
+        return i;
+    }
+
+    /** The location-set index of a file's blocks: the hosts holding most of its bytes first, at most 8. */
+    int locations(BlockLocation[] blocks) throws IOException {
+        if (blocks == null || blocks.length == 0) {
+            return location(new String[0], new String[0]);
+        }
+        if (blocks.length == 1) {
+            BlockLocation b = blocks[0];
+            return location(b.getHosts(), racksOf(b));
+        }
+        Map<String, long[]> bytes = new HashMap<>();
+        Map<String, String> rackOf = new HashMap<>();
+        for (BlockLocation b : blocks) {
+            String[] hosts = b.getHosts();
+            String[] racks = racksOf(b);
+            for (int h = 0; h < hosts.length; h++) {
+                bytes.computeIfAbsent(hosts[h], k -> new long[1])[0] += b.getLength();
+                rackOf.putIfAbsent(hosts[h], racks[h]);
+            }
+        }
+        List<String> hs = new ArrayList<>(bytes.keySet());
+        hs.sort((a, b) -> {
+            int c = Long.compare(bytes.get(b)[0], bytes.get(a)[0]);
+            return c != 0 ? c : a.compareTo(b);
+        });
+        if (hs.size() > 8) {
+            hs = hs.subList(0, 8);
+        }
+        String[] racks = new String[hs.size()];
+        for (int i = 0; i < racks.length; i++) {
+            racks[i] = rackOf.get(hs.get(i));
+        }
+        return location(hs.toArray(new String[0]), racks);
+    }
+
+    private static String[] racksOf(BlockLocation b) throws IOException {
+        String[] hosts = b.getHosts();
+        String[] topo = b.getTopologyPaths();
+        String[] racks = new String[hosts.length];
+        for (int h = 0; h < hosts.length; h++) {
+            String rack = "/default-rack";
+            if (topo != null && topo.length == hosts.length) {
+                String t = topo[h];
+                int slash = t.lastIndexOf('/');
+                if (slash > 0) {
+                    rack = t.substring(0, slash);
+                }
+            }
+            racks[h] = rack;
+        }
+        return racks;
+    }
+
+    int location(String[] hosts, String[] racks) {
+        String key = String.join("\u0000", hosts) + "\u0001" + String.join("\u0000", racks);
+        Integer i = locIndex.get(key);
+        if (i == null) {
+            i = locHosts.size();
+            locHosts.add(hosts);
+            locRacks.add(racks);
+            locIndex.put(key, i);
+        }
+        return i;
+    }
+
+    void add(int dirIdx, String name, long len, int locIdx, boolean hasCrc) {
+        if (size == dir.length) {
+            int n = Math.max(1024, size * 3 / 2);
+            dir = Arrays.copyOf(dir, n);
+            nameStart = Arrays.copyOf(nameStart, n + 1);
+            length = Arrays.copyOf(length, n);
+            loc = Arrays.copyOf(loc, n);
+            crc = Arrays.copyOf(crc, n);
+            if (ino != null) {
+                ino = Arrays.copyOf(ino, n);
+                dev = Arrays.copyOf(dev, n);
+            }
+        }
+        byte[] b = name.getBytes(StandardCharsets.UTF_8);
+        if (namesUsed + b.length > names.length) {
+            long want = Math.max((long) names.length * 3 / 2, (long) namesUsed + b.length);
+            if (want > Integer.MAX_VALUE - 16) {
+                throw new IllegalStateException("too many input files for one job: file names exceed 2 GiB");
+            }
+            names = Arrays.copyOf(names, (int) want);
+        }
+        System.arraycopy(b, 0, names, namesUsed, b.length);
+        dir[size] = dirIdx;
+        nameStart[size] = namesUsed;
+        namesUsed += b.length;
+        nameStart[size + 1] = namesUsed;
+        length[size] = len;
+        loc[size] = locIdx;
+        crc[size] = (byte) (hasCrc ? 1 : 0);
+        size++;
+    }
+
+    /** Adds a file whose device and inode are known (all or none of a table's files must have them). */
+    void add(int dirIdx, String name, long len, int locIdx, boolean hasCrc, long device, long inode) {
+        if (size == 0 && ino == null) {
+            ino = new long[dir.length];
+            dev = new long[dir.length];
+        }
+        add(dirIdx, name, len, locIdx, hasCrc);
+        if (ino != null) {
+            ino[size - 1] = inode;
+            dev[size - 1] = device;
+        }
+    }
+
+    String name(int i) {
+        return new String(names, nameStart[i], nameStart[i + 1] - nameStart[i], StandardCharsets.UTF_8);
+    }
+
+    /** Compares the names of two files as unsigned UTF-8 bytes (the order of Java strings for BMP text). */
+    int compareNames(int a, int b) {
+        return Arrays.compareUnsigned(names, nameStart[a], nameStart[a + 1], names, nameStart[b], nameStart[b + 1]);
+    }
+
+    /** The fully qualified path of file i. */
+    String path(int i) {
+        String d = dirs.get(dir[i]);
+        return d.endsWith("/") ? d + name(i) : d + "/" + name(i);
+    }
+
+    long totalBytes() {
+        long t = 0;
+        for (int i = 0; i < size; i++) {
+            t += length[i];
+        }
+        return t;
+    }
+}

@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+package io.github.bfo.hadoop;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.BlockLocation;
+import org.apache.hadoop.fs.ChecksumFileSystem;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.LocatedFileStatus;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.PathFilter;
+import org.apache.hadoop.fs.RemoteIterator;
+import org.apache.hadoop.mapreduce.lib.input.InvalidInputException;
+import org.apache.hadoop.util.ReflectionUtils;
+
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Lists a job's input the way FileInputFormat does (globs; names starting
+ * with {@code _} or {@code .} skipped; {@code mapreduce.input.pathFilter.class};
+ * {@code input.dir.recursive}; {@code list-status.num-threads} directories
+ * listed in parallel; InvalidInputException naming every missing path or
+ * empty pattern) straight into a compact {@link FileTable}: no list of
+ * FileStatus objects is kept. Unlike FileInputFormat, a subdirectory of a
+ * non-recursive input directory is skipped rather than passed on as a file.
+ * While a directory is listed, the {@code .NAME.crc} files beside its files
+ * are noted (for checksum verification on local file systems).
+ */
+final class InputLister {
+    private static final PathFilter HIDDEN = p -> {
+        String n = p.getName();
+        return !n.startsWith("_") && !n.startsWith(".");
+    };
+
+    private final Configuration conf;
+    private final FileTable table = new FileTable();
+    private final PathFilter filter;
+    private final PathFilter userFilter;
+    private final boolean recursive;
+    private final Object lock = new Object();
+
+    private InputLister(Configuration conf) {
+        this.conf = conf;
+        Class<?> c = conf.getClass(BfoInputConfig.PATHFILTER_CLASS, null, PathFilter.class);
+        PathFilter user = c == null ? null : (PathFilter) ReflectionUtils.newInstance(c, conf);
+        this.userFilter = user;
+        this.filter = user == null ? HIDDEN : p -> HIDDEN.accept(p) && user.accept(p);
+        this.recursive = conf.getBoolean(BfoInputConfig.INPUT_DIR_RECURSIVE, false);
+    }
+
+    /** The input paths of a job ({@code mapreduce.input.fileinputformat.inputdir}). */
+    static Path[] inputPaths(Configuration conf) {
+        String dirs = conf.get(BfoInputConfig.INPUT_DIR, "");
+        String[] list = org.apache.hadoop.util.StringUtils.split(dirs);
+        Path[] result = new Path[list.length];
+        for (int i = 0; i < list.length; i++) {
+            result[i] = new Path(org.apache.hadoop.util.StringUtils.unEscapeString(list[i]));
+        }
+        return result;
+    }
+
+    static FileTable list(Configuration conf, Path[] inputs) throws IOException {
+        if (inputs.length == 0) {
+            throw new IOException("No input paths specified in job");
+        }
+        return new InputLister(conf).run(inputs);
+    }
+
+    private FileTable run(Path[] inputs) throws IOException {
+        List<IOException> errors = new ArrayList<>();
+        List<Path> dirsToList = new ArrayList<>();
+        List<FileSystem> dirFs = new ArrayList<>();
+        for (Path p : inputs) {
+            FileSystem fs = p.getFileSystem(conf);
+            FileStatus[] matches = fs.globStatus(p, filter);
+            if (matches == null) {
+                errors.add(new IOException("Input path does not exist: " + p));
+            } else if (matches.length == 0) {
+                errors.add(new IOException("Input Pattern " + p + " matches 0 files"));
+            } else {
+                for (FileStatus m : matches) {
+                    if (m.isDirectory()) {
+                        dirsToList.add(m.getPath());
+                        dirFs.add(fs);
+                    } else {
+                        addFile(fs, m);
+                    }
+                }
+            }
+        }
+        if (!errors.isEmpty()) {
+            throw new InvalidInputException(errors);
+        }
+        if (!dirsToList.isEmpty() && table.size == 0 && localOnly(dirFs)) {
+            LocalLister.list(conf, table, filter, userFilter != null, recursive, dirsToList,
+                    dirFs.get(0) instanceof ChecksumFileSystem);
+            return table;
+        }
+        int threads = Math.max(1, conf.getInt(BfoInputConfig.LIST_STATUS_NUM_THREADS, 1));
+        if (threads == 1 || dirsToList.isEmpty()) {
+            List<Path> work = new ArrayList<>(dirsToList);
+            List<FileSystem> workFs = new ArrayList<>(dirFs);
+            while (!work.isEmpty()) {
+                int last = work.size() - 1;
+                Path d = work.remove(last);
+                FileSystem fs = workFs.remove(last);
+                for (Path sub : listDir(fs, d)) {
+                    work.add(sub);
+                    workFs.add(fs);
+                }
+            }
+        } else {
+            listParallel(dirsToList, dirFs, threads);
+        }
+        return table;
+    }
+
+    /** True when every directory is on the local file system (file:, listed by {@link LocalLister}). */
+    private boolean localOnly(List<FileSystem> fss) {
+        if (conf.getBoolean(BfoInputConfig.USE_FILESYSTEM_API, false)) {
+            return false;
+        }
+        for (FileSystem fs : fss) {
+            if (!"file".equals(fs.getUri().getScheme()) || fs != fss.get(0)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private void listParallel(List<Path> roots, List<FileSystem> rootFs, int threads) throws IOException {
+        ExecutorService pool = Executors.newFixedThreadPool(threads, r -> {
+            Thread t = new Thread(r, "bfo-list-status");
+            t.setDaemon(true);
+            return t;
+        });
+        AtomicInteger pending = new AtomicInteger();
+        IOException[] failure = new IOException[1];
+        Object done = new Object();
+        class Lister implements Runnable {
+            final FileSystem fs;
+            final Path dir;
+
+            Lister(FileSystem fs, Path dir) {
+                this.fs = fs;
+                this.dir = dir;
+            }
+
+            @Override
+            public void run() {
+                try {
+                    boolean failed;
+                    synchronized (done) {
+                        failed = failure[0] != null;
+                    }
+                    if (!failed) {
+                        for (Path sub : listDir(fs, dir)) {
+                            pending.incrementAndGet();
+                            pool.execute(new Lister(fs, sub));
+                        }
+                    }
+                } catch (IOException | RuntimeException e) {
+                    synchronized (done) {
+                        if (failure[0] == null) {
+                            failure[0] = e instanceof IOException ? (IOException) e : new IOException(e);
+                        }
+                    }
+                } finally {
+                    if (pending.decrementAndGet() == 0) {
+                        synchronized (done) {
+                            done.notifyAll();
+                        }
+                    }
+                }
+            }
+        }
+        try {
+            pending.addAndGet(roots.size());
+            for (int i = 0; i < roots.size(); i++) {
+                pool.execute(new Lister(rootFs.get(i), roots.get(i)));
+            }
+            synchronized (done) {
+                while (pending.get() > 0) {
+                    done.wait();
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new InterruptedIOException("interrupted while listing the input");
+        } finally {
+            pool.shutdownNow();
+        }
+        if (failure[0] != null) {
+            throw failure[0];
+        }
+    }
+
+    /** Lists one directory into the table; returns its subdirectories to list (recursive mode). */
+    private List<Path> listDir(FileSystem fs, Path dir) throws IOException {
+        List<Path> subdirs = new ArrayList<>();
+        List<LocatedFileStatus> files = new ArrayList<>();
+        Set<String> crcNames = null;
+        boolean checksummed = fs instanceof ChecksumFileSystem;
+        RemoteIterator<LocatedFileStatus> it = fs.listLocatedStatus(dir);
+        while (it.hasNext()) {
+            LocatedFileStatus st = it.next();
+            Path p = st.getPath();
+            if (!filter.accept(p)) {
+                String n = p.getName();
+                if (checksummed && n.startsWith(".") && n.endsWith(".crc") && st.isFile()) {
+                    if (crcNames == null) {
+                        crcNames = new HashSet<>();
+                    }
+                    crcNames.add(n);
+                }
+                continue;
+            }
+            if (st.isDirectory()) {
+                if (recursive) {
+                    subdirs.add(p);
+                }
+            } else if (st.isFile()) {
+                files.add(st);
+            }
+        }
+        if (!files.isEmpty()) {
+            String dirString = dir.toString();
+            synchronized (lock) {
+                int d = table.dir(dirString);
+                for (LocatedFileStatus st : files) {
+                    String name = st.getPath().getName();
+                    boolean crc = crcNames != null && crcNames.contains("." + name + ".crc");
+                    table.add(d, name, st.getLen(), table.locations(st.getBlockLocations()), crc);
+                }
+            }
+        }
+        return subdirs;
+    }
+
+    private void addFile(FileSystem fs, FileStatus st) throws IOException {
+        BlockLocation[] blocks = st instanceof LocatedFileStatus
+                ? ((LocatedFileStatus) st).getBlockLocations()
+                : fs.getFileBlockLocations(st, 0, st.getLen());
+        boolean crc = fs instanceof ChecksumFileSystem
+                && fs.exists(((ChecksumFileSystem) fs).getChecksumFile(st.getPath()));
+        Path p = st.getPath();
+        synchronized (lock) {
+            table.add(table.dir(p.getParent() == null ? p.toString() : p.getParent().toString()), p.getName(),
+                    st.getLen(), table.locations(blocks), crc);
+        }
+    }
+}

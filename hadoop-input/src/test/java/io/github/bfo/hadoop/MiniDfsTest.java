@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+package io.github.bfo.hadoop;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.hadoop.mapreduce.lib.input.CombineTextInputFormat;
+import org.apache.hadoop.mapreduce.lib.input.FileInputFormatCounter;
+import org.apache.hadoop.mapreduce.lib.input.TextInputFormat;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.util.List;
+import java.util.Random;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The FileSystem-API path on a real in-process HDFS (MiniDFSCluster, 2
+ * datanodes): the same WordCount output as CombineTextInputFormat and
+ * TextInputFormat, the splits carry datanode locations, and BYTES_READ
+ * counts the bytes the prefetch threads read.
+ */
+class MiniDfsTest {
+    @TempDir
+    static java.nio.file.Path work;
+    static MiniDFSCluster cluster;
+    static FileSystem fs;
+    static long inputBytes;
+
+    @BeforeAll
+    static void start() throws Exception {
+        Configuration conf = new Configuration();
+        conf.set(MiniDFSCluster.HDFS_MINIDFS_BASEDIR, work.resolve("dfs").toString());
+        conf.setInt("dfs.replication", 2);
+        conf.setLong("dfs.blocksize", 1 << 20);
+        conf.setInt("dfs.namenode.handler.count", 2);
+        conf.setInt("dfs.datanode.handler.count", 2);
+        cluster = new MiniDFSCluster.Builder(conf).numDataNodes(2).format(true).build();
+        cluster.waitActive();
+        fs = cluster.getFileSystem();
+        // small files, CRLF, no trailing newline, gzip, a multi-block file
+        java.nio.file.Path local = work.resolve("local");
+        TestData.manyFiles(local, 300, 9);
+        TestJobs.write(local.resolve("extra/data.gz"), TestData.gzip(TestData.utf8("gz one\ngz two\r\n")));
+        TestJobs.write(local.resolve("extra/big.txt"), TestData.prose(new Random(1), 60_000, "\n"));
+        TestJobs.write(local.resolve("extra/empty.txt"), new byte[0]);
+        try (var s = Files.walk(local)) {
+            for (java.nio.file.Path p : (Iterable<java.nio.file.Path>) s.filter(Files::isRegularFile)::iterator) {
+                byte[] b = Files.readAllBytes(p);
+                inputBytes += b.length;
+                try (FSDataOutputStream o = fs.create(new Path("/input/" + local.relativize(p)))) {
+                    o.write(b);
+                }
+            }
+        }
+    }
+
+    @AfterAll
+    static void stop() {
+        if (cluster != null) {
+            cluster.shutdown();
+        }
+    }
+
+    private static Configuration conf() {
+        Configuration conf = TestJobs.localConf(work);
+        conf.set("fs.defaultFS", fs.getUri().toString());
+        conf.set("mapreduce.jobtracker.staging.root.dir", "/tmp/staging");
+        conf.setInt("mapreduce.local.map.tasks.maximum", 1);   // JVM-wide FileSystem statistics: one task at a time
+        return conf;
+    }
+
+    @Test
+    void wordCountOnHdfs() throws Exception {
+        Configuration conf = conf();
+        conf.setLong(BfoInputConfig.READ_LARGE_FILE, 256 * 1024);   // the big file in pieces
+        conf.setLong(BfoInputConfig.FS_BYTES_IN_FLIGHT, 1 << 20);
+        conf.setInt(BfoInputConfig.SPLIT_MAXFILES, 150);
+        Path in = new Path(fs.getUri() + "/input");
+        Path out = new Path(fs.getUri() + "/out");
+        TestJobs.Result bfo = TestJobs.wordCount(conf, BatchTextInputFormat.class, out, in);
+        TestJobs.Result combine = TestJobs.wordCount(conf, CombineTextInputFormat.class, out, in);
+        assertTrue(bfo.ok() && combine.ok());
+        TestJobs.assertSameLines(combine.lines(), bfo.lines(), "HDFS WordCount: BatchText vs CombineText");
+        assertEquals(303, bfo.counter(BfoCounter.ENGINE_GROUP, "hadoop-fs"), "all files through the FileSystem API");
+        assertEquals(inputBytes, bfo.counter(BfoCounter.BYTES));
+        long read = bfo.counter(FileInputFormatCounter.BYTES_READ);
+        assertTrue(read >= inputBytes && read < inputBytes * 12 / 10, "BYTES_READ " + read + " for " + inputBytes);
+
+        List<BatchFileSplit> splits = SplitPlanner.getSplits(bfo.job().getConfiguration(), null);
+        assertTrue(splits.size() >= 3, splits.size() + " splits");
+        java.util.Set<String> hosts = new java.util.HashSet<>();
+        for (org.apache.hadoop.hdfs.server.datanode.DataNode dn : cluster.getDataNodes()) {
+            hosts.add(dn.getDatanodeId().getHostName());
+            hosts.add(dn.getDatanodeId().getIpAddr());
+        }
+        for (BatchFileSplit s : splits) {
+            assertTrue(s.getLocations().length > 0);
+            for (String h : s.getLocations()) {
+                assertTrue(hosts.contains(h), h + " is a datanode");
+            }
+        }
+    }
+
+    @Test
+    void recordsOnHdfsSameAsTextInputFormat() throws Exception {
+        Configuration conf = conf();
+        Path in = new Path(fs.getUri() + "/input/extra");
+        TestJobs.Result bfo = dumpHdfs(conf, BatchTextInputFormat.class, in);
+        TestJobs.Result text = dumpHdfs(conf, TextInputFormat.class, in);
+        TestJobs.assertSameLines(text.lines(), bfo.lines(), "HDFS records: BatchText vs Text");
+    }
+
+    private static TestJobs.Result dumpHdfs(Configuration base, Class<? extends org.apache.hadoop.mapreduce.InputFormat<?, ?>>
+            format, Path in) throws Exception {
+        org.apache.hadoop.mapreduce.Job job = org.apache.hadoop.mapreduce.Job.getInstance(new Configuration(base));
+        job.setInputFormatClass(format);
+        org.apache.hadoop.mapreduce.lib.input.FileInputFormat.addInputPath(job, in);
+        job.setMapperClass(TestJobs.DumpMapper.class);
+        job.setReducerClass(TestJobs.DumpReducer.class);
+        job.setOutputKeyClass(org.apache.hadoop.io.Text.class);
+        job.setOutputValueClass(org.apache.hadoop.io.Text.class);
+        Path out = new Path(fs.getUri() + "/dump-" + format.getSimpleName());
+        org.apache.hadoop.mapreduce.lib.output.FileOutputFormat.setOutputPath(job, out);
+        boolean ok = job.waitForCompletion(false);
+        assertTrue(ok);
+        return new TestJobs.Result(job, ok, TestJobs.readOutput(out, base));
+    }
+}

@@ -1,0 +1,1265 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * libbfo_tar.so - an LD_PRELOAD plugin that makes an unmodified GNU tar
+ * read the files it archives through libbfo's batch reader.
+ *
+ * GNU tar (1.34) archives a directory like this (strace):
+ *
+ *	openat(parent, "dir", O_RDONLY|O_NOFOLLOW|...)  = D
+ *	fdopendir(D); readdir()... until NULL            the whole listing
+ *	for each entry, in --sort order (none: readdir order):
+ *	    fstatat(D, name, AT_SYMLINK_NOFOLLOW)
+ *	    openat(D, name, O_RDONLY|O_NOFOLLOW|...)     = F
+ *	    fstat(F); read(F, ...)...; fstat(F); close(F)
+ *	    (a subdirectory is archived right there, recursively)
+ *	closedir(D)
+ *
+ * So the listing tells us which regular files tar is about to open, and in
+ * which order.  A finished listing becomes a "group" on a stack that
+ * mirrors tar's recursion.  From the groups (newest first) the plugin cuts
+ * bounded batches (files, bytes) and hands them to one libbfo context,
+ * which reads each batch with few large sorted I/Os on its own threads.
+ * Delivered files wait in libbfo's arena.  When tar opens one of them, the
+ * open still goes to libc (tar keeps a real fd for fstat, xattrs, errors),
+ * then the fd's identity, size, mtime and ctime are compared with what the
+ * batch read; if they match, tar's read()s on that fd are served from
+ * memory, otherwise the fd is left alone and tar reads it through libc.
+ * tar's own "file changed as we read it" check (fstat before and after)
+ * is untouched, so it still fires.  Files the listing did not announce,
+ * large or sparse files, files tar opens before their batch or after a
+ * failure: all go to libc.
+ *
+ * Interposition follows libeatmydata: the real functions are resolved once
+ * with dlsym(RTLD_NEXT); a thread-local guard passes through every call the
+ * plugin (or libbfo) makes while inside a hook; only tar's own thread is
+ * served (libbfo's workers always pass through); errno is what libc left;
+ * after fork() the child passes everything through; any internal failure
+ * turns the plugin off and tar goes on through libc.
+ *
+ * Environment: BFO_TAR_STATS=FILE appends one line of counters at exit;
+ * BFO_TAR_ARENA_MB sets the memory for file data (default 128);
+ * BFO_TAR_ENGINE=raw|uring|portable forces libbfo's engine (default auto).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "bfo.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define TLS __thread __attribute__((tls_model("initial-exec")))
+
+#define FDTAB_MAX     65536            /* fds above are never served */
+#define SERVE_MAX     (1ull << 20)     /* larger files: libc (tar reads them well) */
+#define BATCH_FILES   4096u
+#define WAIT_MAX      64u
+#define MAX_KIDS      1024u           /* directories listed ahead, at most */
+
+enum sort_mode { SORT_NONE, SORT_NAME, SORT_INODE };
+
+enum ent_state {
+	E_NEW,          /* announced by a listing, not submitted */
+	E_INFLIGHT,     /* in the current libbfo batch */
+	E_READY,        /* data in the arena, waiting for tar's open */
+	E_DONE,         /* served, skipped or failed: tar's open goes to libc */
+};
+
+struct group;
+
+struct ent {
+	char *name;
+	uint64_t ino;           /* d_ino, for --sort=inode */
+	uint32_t state;
+	uint32_t bindex;        /* index in the current batch while E_INFLIGHT */
+	struct group *g;
+	struct bfo_file f;      /* valid in E_READY */
+};
+
+/*
+ * One directory listing.  Either tar's own (made through its readdir
+ * calls, on the stack while tar has the directory open: dir != NULL), or
+ * made ahead by the plugin for a subdirectory tar will enter next (a "kid"
+ * of a group on the stack), which tar adopts when it opens that directory:
+ * the read-ahead then runs across directories instead of stopping at each.
+ */
+struct group {
+	struct group *older;    /* next on the stack */
+	DIR *dir;               /* tar's stream, NULL for a kid not yet entered */
+	int dirfd;
+	int gone;               /* tar is done with it: freed when nothing is in flight */
+	char *path;             /* absolute, from /proc/self/fd */
+	struct ent *e;          /* regular files (or unknown types), tar's order */
+	size_t n, cap;
+	struct ent *d;          /* subdirectories, tar's order */
+	size_t nd, dcap;
+	size_t next_sub;        /* subdirectories before it were listed ahead or entered */
+	struct group **kids;    /* listed ahead, in order; NULL once adopted or dropped */
+	size_t nkids, kcap;
+	size_t next_submit;     /* entries before it were submitted or skipped */
+	uint32_t *ht;           /* name hash -> index + 1 */
+	size_t htmask;
+	size_t cursor;          /* where tar's next open is expected */
+	unsigned inflight;      /* entries in E_INFLIGHT */
+	int listed;
+	int broken;             /* out of memory while listing: nothing is read ahead */
+};
+
+struct served {                 /* an fd of tar's whose read()s we answer */
+	struct bfo_file f;      /* data released once consumed (data == NULL) */
+	uint64_t pos;
+};
+
+/* ------------------------------------------------------------ real calls */
+
+static int (*real_openat)(int, const char *, int, ...);
+static int (*real_openat64)(int, const char *, int, ...);
+static int (*real___openat_2)(int, const char *, int);
+static int (*real___openat64_2)(int, const char *, int);
+static ssize_t (*real_read)(int, void *, size_t);
+static int (*real_close)(int);
+static off_t (*real_lseek)(int, off_t, int);
+static off_t (*real_lseek64)(int, off_t, int);
+static DIR *(*real_fdopendir)(int);
+static struct dirent *(*real_readdir)(DIR *);
+static struct dirent64 *(*real_readdir64)(DIR *);
+static int (*real_closedir)(DIR *);
+
+static int resolved;
+
+static void *next_sym(const char *name)
+{
+	return dlsym(RTLD_NEXT, name);
+}
+
+static void resolve(void)
+{
+	if (resolved)
+		return;
+	real_openat = next_sym("openat");
+	real_openat64 = next_sym("openat64");
+	real___openat_2 = next_sym("__openat_2");
+	real___openat64_2 = next_sym("__openat64_2");
+	real_read = next_sym("read");
+	real_close = next_sym("close");
+	real_lseek = next_sym("lseek");
+	real_lseek64 = next_sym("lseek64");
+	real_fdopendir = next_sym("fdopendir");
+	real_readdir = next_sym("readdir");
+	real_readdir64 = next_sym("readdir64");
+	real_closedir = next_sym("closedir");
+	resolved = 1;
+}
+
+/* ------------------------------------------------------------ state */
+
+static int active;              /* 0: every hook passes through */
+static pthread_t tar_thread;
+static TLS int in_hook;
+static enum sort_mode sort_mode;
+
+static struct bfo_ctx *ctx;
+static uint64_t arena_bytes = 128ull << 20;
+static const char *engine_env;   /* BFO_TAR_ENGINE: raw, uring, portable (default auto) */
+static uint64_t batch_bytes;    /* a quarter of the arena */
+static uint64_t held_budget;    /* ready + in flight, at most this */
+static uint64_t held_bytes;     /* ready data not yet consumed */
+
+static struct group *top;       /* newest listing */
+static struct ent **bent;       /* current batch: index -> entry (NULL: gone) */
+static unsigned bn, bcap;
+static int batch_active;
+static uint64_t batch_bytes_now;
+
+static struct served *fdtab[FDTAB_MAX];
+
+/*
+ * Reading ahead starts with tar's first open of a listed file: tar lists
+ * directories without reading them too (--listed-incremental scans the
+ * whole tree first), and nothing is read for those.
+ */
+static int tar_reads;
+
+static struct {
+	uint64_t served, served_bytes, fallback, batches, ios, device_bytes, skipped;
+} st;
+
+/* Hooks do their own work only on tar's thread, outside another hook. */
+static inline int enter(void)
+{
+	if (!active || in_hook || !pthread_equal(pthread_self(), tar_thread))
+		return 0;
+	in_hook = 1;
+	return 1;
+}
+
+static inline void leave(void)
+{
+	in_hook = 0;
+}
+
+static void release_file(struct bfo_file *f)
+{
+	if (ctx)
+		bfo_read_release(ctx, f, 1);
+}
+
+/* ------------------------------------------------------------ groups */
+
+static uint64_t hash_name(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+	return h;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(((const struct ent *)a)->name, ((const struct ent *)b)->name);
+}
+
+static int cmp_ino(const void *a, const void *b)
+{
+	uint64_t x = ((const struct ent *)a)->ino, y = ((const struct ent *)b)->ino;
+
+	return x < y ? -1 : x > y;
+}
+
+static unsigned kids_alive;
+
+static void group_free(struct group *g)
+{
+	for (size_t i = 0; i < g->n; i++)
+		free(g->e[i].name);
+	for (size_t i = 0; i < g->nd; i++)
+		free(g->d[i].name);
+	free(g->e);
+	free(g->d);
+	free(g->kids);
+	free(g->ht);
+	free(g->path);
+	free(g);
+}
+
+static void group_unlink(struct group *g)
+{
+	struct group **pp = &top;
+
+	while (*pp && *pp != g)
+		pp = &(*pp)->older;
+	if (*pp)
+		*pp = g->older;
+}
+
+static struct group *group_by_dir(DIR *d)
+{
+	for (struct group *g = top; g; g = g->older)
+		if (g->dir == d)
+			return g;
+	return NULL;
+}
+
+static struct group *group_by_fd(int fd)
+{
+	for (struct group *g = top; g; g = g->older)
+		if (g->dir && g->dirfd == fd)
+			return g;
+	return NULL;
+}
+
+/* An entry leaves E_INFLIGHT: its batch slot and its group's count go. */
+static void ent_landed(struct ent *e, uint32_t state)
+{
+	struct group *g = e->g;
+
+	if (e->bindex < bn)
+		bent[e->bindex] = NULL;
+	e->state = state;
+	if (--g->inflight == 0 && g->gone) {
+		group_unlink(g);
+		group_free(g);
+	}
+}
+
+static void group_add(struct group *g, const char *name, unsigned char type, uint64_t ino)
+{
+	struct ent **arr, *e;
+	size_t *n, *cap;
+
+	if (g->broken)
+		return;
+	if (type == DT_DIR) {
+		if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+			return;
+		arr = &g->d, n = &g->nd, cap = &g->dcap;
+	} else if (type == DT_REG || type == DT_UNKNOWN) {
+		arr = &g->e, n = &g->n, cap = &g->cap;
+	} else {
+		return;
+	}
+	if (*n == *cap) {
+		size_t nc = *cap ? 2 * *cap : 64;
+		struct ent *p = nc < UINT32_MAX / 2 ? realloc(*arr, nc * sizeof(*p)) : NULL;
+
+		if (!p) {
+			g->broken = 1;
+			return;
+		}
+		*arr = p;
+		*cap = nc;
+	}
+	e = &(*arr)[*n];
+	memset(e, 0, sizeof(*e));
+	e->name = strdup(name);
+	if (!e->name) {
+		g->broken = 1;
+		return;
+	}
+	e->ino = ino;
+	e->state = E_NEW;
+	e->g = g;
+	(*n)++;
+}
+
+/* The listing is complete: order it as tar will and index the names. */
+static void group_listed(struct group *g)
+{
+	size_t sz = 16;
+
+	g->listed = 1;
+	if (g->broken) {
+		for (size_t i = 0; i < g->n; i++)
+			free(g->e[i].name);
+		for (size_t i = 0; i < g->nd; i++)
+			free(g->d[i].name);
+		g->n = g->nd = 0;
+		return;
+	}
+	if (sort_mode == SORT_NAME) {
+		qsort(g->e, g->n, sizeof(*g->e), cmp_name);
+		qsort(g->d, g->nd, sizeof(*g->d), cmp_name);
+	} else if (sort_mode == SORT_INODE) {
+		qsort(g->e, g->n, sizeof(*g->e), cmp_ino);
+		qsort(g->d, g->nd, sizeof(*g->d), cmp_ino);
+	}
+	while (sz < 2 * g->n)
+		sz <<= 1;
+	g->ht = calloc(sz, sizeof(*g->ht));
+	if (!g->ht) {
+		g->n = 0;       /* nothing to prefetch: tar reads through libc */
+		return;
+	}
+	g->htmask = sz - 1;
+	for (size_t i = 0; i < g->n; i++) {
+		size_t h = hash_name(g->e[i].name) & g->htmask;
+
+		while (g->ht[h])
+			h = (h + 1) & g->htmask;
+		g->ht[h] = (uint32_t)(i + 1);
+		g->e[i].g = g;
+	}
+}
+
+static struct ent *group_find(struct group *g, const char *name)
+{
+	if (g->cursor < g->n && strcmp(g->e[g->cursor].name, name) == 0)
+		return &g->e[g->cursor++];
+	if (!g->ht)
+		return NULL;
+	for (size_t h = hash_name(name) & g->htmask; g->ht[h]; h = (h + 1) & g->htmask) {
+		struct ent *e = &g->e[g->ht[h] - 1];
+
+		if (strcmp(e->name, name) == 0) {
+			g->cursor = (size_t)(e - g->e) + 1;
+			return e;
+		}
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------ batches */
+
+static void plugin_off(void);
+
+static int ctx_start(void)
+{
+	struct bfo_opts o;
+
+	if (ctx)
+		return 0;
+	bfo_opts_init(&o);
+	o.arena_bytes = arena_bytes;
+	o.large_file = SERVE_MAX;
+	o.threads = 8;
+	if (engine_env && strcmp(engine_env, "raw") == 0)
+		o.engine = BFO_ENGINE_RAW;
+	else if (engine_env && strcmp(engine_env, "uring") == 0)
+		o.engine = BFO_ENGINE_URING;
+	else if (engine_env && strcmp(engine_env, "portable") == 0)
+		o.engine = BFO_ENGINE_PORTABLE;
+	if (bfo_ctx_create(&ctx, &o) < 0) {
+		ctx = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+/* The batch ended: whatever it did not deliver goes to libc. */
+static void batch_ended(void)
+{
+	struct bfo_stats s;
+
+	for (unsigned i = 0; i < bn; i++)
+		if (bent[i])
+			ent_landed(bent[i], E_DONE);
+	if (bfo_read_stats(ctx, &s) == 0) {
+		st.ios += s.ios;
+		st.device_bytes += s.device_bytes;
+	}
+	bn = 0;
+	batch_active = 0;
+	batch_bytes_now = 0;
+}
+
+static void take(struct bfo_file *f)
+{
+	struct ent *e = f->index < bn ? bent[f->index] : NULL;
+
+	if (!e || f->status < 0 || f->offset != 0 || f->length != f->size ||
+	    !(f->flags & BFO_FILE_LAST) || !f->data) {
+		release_file(f);
+		if (e)
+			ent_landed(e, E_DONE);
+		return;
+	}
+	if (e->g->gone) {       /* tar left that directory already */
+		release_file(f);
+		ent_landed(e, E_DONE);
+		return;
+	}
+	e->f = *f;
+	held_bytes += f->length;
+	ent_landed(e, E_READY);
+}
+
+static void topup(void);
+
+/*
+ * Collect results.  until == NULL: whatever is there now; else wait until
+ * that entry has landed (or the batch ended).
+ */
+static void pump(struct ent *until, int to_batch_end)
+{
+	struct bfo_file fs[WAIT_MAX];
+
+	while (batch_active) {
+		int wait_ms = (to_batch_end || (until && until->state == E_INFLIGHT)) ? -1 : 0;
+		int k = bfo_read_wait(ctx, fs, WAIT_MAX, wait_ms);
+
+		if (k > 0) {
+			for (int i = 0; i < k; i++)
+				take(&fs[i]);
+			continue;
+		}
+		if (k == 0) {
+			batch_ended();
+			if (to_batch_end)
+				return;
+			topup();
+			continue;
+		}
+		if (k == -ETIME)
+			return;
+		if (k == -ENOBUFS) {    /* all held by tar-to-be: give up this batch */
+			bfo_read_cancel(ctx);
+			continue;
+		}
+		plugin_off();           /* anything else: libc from now on */
+		return;
+	}
+}
+
+static int bent_add(struct ent *e)
+{
+	if (bn == bcap) {
+		unsigned nc = bcap ? 2 * bcap : 1024;
+		struct ent **p = realloc(bent, nc * sizeof(*p));
+
+		if (!p)
+			return -1;
+		bent = p;
+		bcap = nc;
+	}
+	e->bindex = bn;
+	bent[bn++] = e;
+	return 0;
+}
+
+/* A batch being put together. */
+struct cut {
+	char *buf;
+	size_t len, cap;
+	uint64_t bytes;
+	int full;
+};
+
+/*
+ * Add g's files not yet submitted (from tar's position on) to the batch.
+ * Each candidate is stat'ed here (so its inode is in cache when tar stats
+ * it): only non-empty regular files up to SERVE_MAX that are not sparse
+ * are worth reading ahead.
+ */
+static void cut_from(struct cut *c, struct group *g)
+{
+	size_t pl = strlen(g->path);
+
+	if (g->next_submit < g->cursor)
+		g->next_submit = g->cursor;
+	for (; g->next_submit < g->n; g->next_submit++) {
+		struct ent *e = &g->e[g->next_submit];
+		struct stat sb;
+		size_t nl;
+		int r;
+
+		if (e->state != E_NEW)
+			continue;
+		if (bn >= BATCH_FILES || c->bytes >= batch_bytes ||
+		    held_bytes + c->bytes >= held_budget) {
+			c->full = 1;
+			return;
+		}
+		nl = strlen(e->name);
+		if (c->len + pl + nl + 2 > c->cap) {
+			size_t nc = c->cap ? 2 * c->cap : 65536;
+			char *p;
+
+			while (nc < c->len + pl + nl + 2)
+				nc *= 2;
+			p = realloc(c->buf, nc);
+			if (!p) {
+				c->full = 1;
+				return;
+			}
+			c->buf = p;
+			c->cap = nc;
+		}
+		memcpy(c->buf + c->len, g->path, pl);
+		c->buf[c->len + pl] = '/';
+		memcpy(c->buf + c->len + pl + 1, e->name, nl + 1);
+		e->state = E_DONE;
+		r = g->dir ? fstatat(g->dirfd, e->name, &sb, AT_SYMLINK_NOFOLLOW)
+			   : fstatat(AT_FDCWD, c->buf + c->len, &sb, AT_SYMLINK_NOFOLLOW);
+		if (r < 0 || !S_ISREG(sb.st_mode) || sb.st_size <= 0 ||
+		    (uint64_t)sb.st_size > SERVE_MAX ||
+		    (uint64_t)sb.st_blocks * 512 < (uint64_t)sb.st_size) {
+			st.skipped++;
+			continue;
+		}
+		if (bent_add(e) < 0) {
+			c->full = 1;
+			return;
+		}
+		c->len += pl + nl + 2;
+		e->state = E_INFLIGHT;
+		g->inflight++;
+		c->bytes += (uint64_t)sb.st_size;
+	}
+}
+
+/*
+ * List g's next subdirectory ahead of tar (it reads it the same way, with
+ * O_NOFOLLOW: a symlink swapped in is not followed) and keep it as a kid.
+ */
+static struct group *list_ahead(struct group *g)
+{
+	struct ent *sd = &g->d[g->next_sub++];
+	struct group *k;
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	if (kids_alive >= MAX_KIDS)
+		return NULL;
+	if (g->nkids == g->kcap) {
+		size_t nc = g->kcap ? 2 * g->kcap : 16;
+		struct group **p = realloc(g->kids, nc * sizeof(*p));
+
+		if (!p)
+			return NULL;
+		g->kids = p;
+		g->kcap = nc;
+	}
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return NULL;
+	k->dirfd = -1;
+	if (asprintf(&k->path, "%s/%s", g->path, sd->name) < 0) {
+		free(k);
+		return NULL;
+	}
+	fd = real_openat(AT_FDCWD, k->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	d = fd >= 0 ? real_fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			real_close(fd);
+		group_free(k);
+		return NULL;
+	}
+	while ((de = real_readdir(d)))
+		group_add(k, de->d_name, de->d_type, de->d_ino);
+	real_closedir(d);
+	group_listed(k);
+	g->kids[g->nkids++] = k;
+	kids_alive++;
+	return k;
+}
+
+/* tar is done with g (or with the directory a kid stood for). */
+static void group_close(struct group *g)
+{
+	for (size_t i = 0; i < g->n; i++) {
+		struct ent *e = &g->e[i];
+
+		if (e->state == E_READY) {
+			held_bytes -= e->f.length;
+			release_file(&e->f);
+			e->state = E_DONE;
+		}
+	}
+	for (size_t i = 0; i < g->nkids; i++) {
+		if (g->kids[i]) {
+			kids_alive--;
+			group_close(g->kids[i]);
+			g->kids[i] = NULL;
+		}
+	}
+	g->dir = NULL;
+	g->dirfd = -1;
+	g->gone = 1;
+	group_unlink(g);
+	if (g->inflight == 0)
+		group_free(g);
+}
+
+/* tar opened the directory at path: the kid listed ahead for it, if any. */
+static struct group *adopt(const char *path)
+{
+	for (struct group *g = top; g; g = g->older) {
+		for (size_t i = 0; i < g->nkids; i++) {
+			struct group *k = g->kids[i];
+
+			if (k && strcmp(k->path, path) == 0) {
+				g->kids[i] = NULL;
+				kids_alive--;
+				return k;
+			}
+		}
+	}
+	return NULL;
+}
+
+/* tar entered g's subdirectory name: nothing before it needs listing ahead. */
+static void entered(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	size_t pl = slash ? (size_t)(slash - path) : 0;
+
+	for (struct group *g = top; g; g = g->older) {
+		if (!g->listed || strlen(g->path) != pl || strncmp(g->path, path, pl) != 0)
+			continue;
+		for (size_t i = g->next_sub; i < g->nd; i++) {
+			if (strcmp(g->d[i].name, slash + 1) == 0) {
+				g->next_sub = i + 1;
+				break;
+			}
+		}
+		return;
+	}
+}
+
+/*
+ * Start the next batch if none runs and memory allows: the files of the
+ * newest listings first, each followed by the subdirectories listed ahead
+ * (more are listed as long as the batch has room), then older listings.
+ */
+static void topup(void)
+{
+	struct cut c = { 0 };
+
+	if (batch_active || !active || !tar_reads || held_bytes >= held_budget)
+		return;
+	for (struct group *g = top; g && !c.full; g = g->older) {
+		if (g->gone || !g->listed)
+			continue;
+		cut_from(&c, g);
+		for (size_t i = 0; i < g->nkids && !c.full; i++)
+			if (g->kids[i])
+				cut_from(&c, g->kids[i]);
+		while (!c.full && g->next_sub < g->nd) {
+			struct group *k = list_ahead(g);
+
+			if (k)
+				cut_from(&c, k);
+			else if (kids_alive >= MAX_KIDS)
+				break;
+		}
+	}
+	if (bn == 0) {
+		free(c.buf);
+		return;
+	}
+	if (ctx_start() < 0) {
+		free(c.buf);
+		batch_active = 1;       /* so batch_ended() can undo the entries */
+		batch_ended();
+		plugin_off();
+		return;
+	}
+	{
+		size_t done = 0;
+
+		while (done < c.len) {
+			long k = bfo_read_submit_packed(ctx, c.buf + done, c.len - done);
+
+			if (k <= 0)
+				break;
+			done += (size_t)k;
+		}
+		free(c.buf);
+		batch_active = 1;
+		batch_bytes_now = c.bytes;
+		st.batches++;
+		if (done < c.len || bfo_read_finish(ctx) < 0) {
+			/* Cannot happen with BATCH_FILES below the input queue;
+			 * if it does, what was not taken goes to libc. */
+			bfo_read_cancel(ctx);
+		}
+	}
+}
+
+/* ------------------------------------------------------------ serving */
+
+static int same_file(const struct bfo_file *f, const struct stat *sb)
+{
+	uint64_t dev = ((uint64_t)major(sb->st_dev) << 32) | minor(sb->st_dev);
+
+	return f->dev == dev && f->ino == (uint64_t)sb->st_ino &&
+	       f->size == (uint64_t)sb->st_size &&
+	       f->mtime_sec == (int64_t)sb->st_mtim.tv_sec &&
+	       f->mtime_nsec == (uint32_t)sb->st_mtim.tv_nsec &&
+	       f->ctime_sec == (int64_t)sb->st_ctim.tv_sec &&
+	       f->ctime_nsec == (uint32_t)sb->st_ctim.tv_nsec;
+}
+
+/* tar is about to open dirfd/name read-only: the entry we hold for it. */
+static struct ent *lookup(int dirfd, const char *name, int flags)
+{
+	struct group *g;
+	struct ent *e;
+
+	if ((flags & (O_ACCMODE | O_CREAT | O_TRUNC | O_DIRECTORY | O_PATH)) != O_RDONLY ||
+	    strchr(name, '/'))
+		return NULL;
+	g = group_by_fd(dirfd);
+	if (!g || !g->listed)
+		return NULL;
+	e = group_find(g, name);
+	if (!e)
+		return NULL;
+	tar_reads = 1;
+	if (e->state == E_NEW) {
+		/* tar is ahead of the read-ahead (a subdirectory listed while
+		 * its parent's batch runs): let that batch land, then start
+		 * the next one here, with this file first. */
+		pump(NULL, 1);
+		g->cursor = (size_t)(e - g->e);
+		topup();
+		g->cursor++;
+	}
+	if (e->state == E_INFLIGHT)
+		pump(e, 0);
+	if (e->state != E_READY) {
+		e->state = E_DONE;
+		st.fallback++;
+		return NULL;
+	}
+	return e;
+}
+
+static void serve(int fd, struct ent *e)
+{
+	struct stat sb;
+	struct served *s = NULL;
+
+	e->state = E_DONE;
+	if (fd >= FDTAB_MAX || fstat(fd, &sb) < 0 || !same_file(&e->f, &sb) ||
+	    !(s = malloc(sizeof(*s)))) {
+		held_bytes -= e->f.length;
+		release_file(&e->f);
+		st.fallback++;
+		return;
+	}
+	s->f = e->f;
+	s->pos = 0;
+	if (fdtab[fd]) {                /* cannot be: tar closed it before */
+		free(s);
+		held_bytes -= e->f.length;
+		release_file(&e->f);
+		return;
+	}
+	fdtab[fd] = s;
+	st.served++;
+}
+
+static void unserve(int fd)
+{
+	struct served *s = fdtab[fd];
+
+	fdtab[fd] = NULL;
+	if (s->f.data) {
+		held_bytes -= s->f.length;
+		release_file(&s->f);
+	}
+	free(s);
+}
+
+/* ------------------------------------------------------------ hooks */
+
+static int do_openat(int (*real)(int, const char *, int, ...), int dirfd,
+		     const char *path, int flags, mode_t mode)
+{
+	struct ent *e = NULL;
+	int fd, saved;
+
+	if (!enter())
+		return real(dirfd, path, flags, mode);
+	saved = errno;
+	pump(NULL, 0);
+	e = lookup(dirfd, path, flags);
+	errno = saved;
+	fd = real(dirfd, path, flags, mode);
+	saved = errno;
+	if (e) {
+		if (fd >= 0) {
+			serve(fd, e);
+		} else {
+			held_bytes -= e->f.length;
+			release_file(&e->f);
+			e->state = E_DONE;
+		}
+		topup();
+	}
+	errno = saved;
+	leave();
+	return fd;
+}
+
+static mode_t open_mode(int flags, va_list ap)
+{
+	if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE)
+		return (mode_t)va_arg(ap, int);
+	return 0;
+}
+
+EXPORT int openat(int dirfd, const char *path, int flags, ...)
+{
+	va_list ap;
+	mode_t mode;
+
+	va_start(ap, flags);
+	mode = open_mode(flags, ap);
+	va_end(ap);
+	resolve();
+	return do_openat(real_openat, dirfd, path, flags, mode);
+}
+
+EXPORT int openat64(int dirfd, const char *path, int flags, ...)
+{
+	va_list ap;
+	mode_t mode;
+
+	va_start(ap, flags);
+	mode = open_mode(flags, ap);
+	va_end(ap);
+	resolve();
+	return do_openat(real_openat64 ? real_openat64 : real_openat, dirfd, path, flags, mode);
+}
+
+static int openat_2_shim(int dirfd, const char *path, int flags, ...)
+{
+	return real___openat_2(dirfd, path, flags);
+}
+
+static int openat64_2_shim(int dirfd, const char *path, int flags, ...)
+{
+	return real___openat64_2(dirfd, path, flags);
+}
+
+int __openat_2(int dirfd, const char *path, int flags);
+int __openat64_2(int dirfd, const char *path, int flags);
+
+EXPORT int __openat_2(int dirfd, const char *path, int flags)
+{
+	resolve();
+	return do_openat(openat_2_shim, dirfd, path, flags, 0);
+}
+
+EXPORT int __openat64_2(int dirfd, const char *path, int flags)
+{
+	resolve();
+	return do_openat(real___openat64_2 ? openat64_2_shim : openat_2_shim, dirfd, path, flags, 0);
+}
+
+EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+	struct served *s;
+
+	if ((unsigned)fd < FDTAB_MAX && (s = fdtab[fd]) && enter()) {
+		uint64_t k = s->f.length - s->pos;
+
+		if (k > n)
+			k = n;
+		if (k)
+			memcpy(buf, (const char *)s->f.data + s->pos, k);
+		s->pos += k;
+		st.served_bytes += k;
+		if (s->pos == s->f.length && s->f.data) {
+			held_bytes -= s->f.length;
+			release_file(&s->f);
+			s->f.data = NULL;
+		}
+		leave();
+		return (ssize_t)k;
+	}
+	resolve();
+	return real_read(fd, buf, n);
+}
+
+static off_t do_lseek(off_t (*real)(int, off_t, int), int fd, off_t off, int whence)
+{
+	if ((unsigned)fd < FDTAB_MAX && fdtab[fd] && enter()) {
+		/* From here on this fd is libc's, at the position tar is at. */
+		int saved = errno;
+		off_t r = real(fd, (off_t)fdtab[fd]->pos, SEEK_SET);
+
+		unserve(fd);
+		errno = saved;
+		leave();
+		if (r < 0)
+			return r;
+	}
+	return real(fd, off, whence);
+}
+
+EXPORT off_t lseek(int fd, off_t off, int whence)
+{
+	resolve();
+	return do_lseek(real_lseek, fd, off, whence);
+}
+
+EXPORT off_t lseek64(int fd, off_t off, int whence)
+{
+	resolve();
+	return do_lseek(real_lseek64 ? real_lseek64 : real_lseek, fd, off, whence);
+}
+
+EXPORT int close(int fd)
+{
+	resolve();
+	if ((unsigned)fd < FDTAB_MAX && fdtab[fd] && enter()) {
+		int saved = errno;
+
+		unserve(fd);
+		errno = saved;
+		leave();
+	}
+	return real_close(fd);
+}
+
+EXPORT DIR *fdopendir(int fd)
+{
+	DIR *d;
+	int saved;
+
+	resolve();
+	d = real_fdopendir(fd);
+	if (!d || !enter())
+		return d;
+	saved = errno;
+	{
+		char link[64], path[PATH_MAX];
+		ssize_t n;
+		struct group *g;
+
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		n = readlink(link, path, sizeof(path) - 1);
+		if (n > 0 && path[0] == '/') {
+			path[n] = '\0';
+			entered(path);
+			g = adopt(path);
+			if (!g && (g = calloc(1, sizeof(*g)))) {
+				g->path = strdup(path);
+				if (!g->path) {
+					free(g);
+					g = NULL;
+				}
+			}
+			if (g) {
+				g->dir = d;
+				g->dirfd = fd;
+				g->older = top;
+				top = g;
+			}
+		}
+	}
+	errno = saved;
+	leave();
+	return d;
+}
+
+static void note_entry(DIR *d, const char *name, unsigned char type, uint64_t ino, int end)
+{
+	struct group *g = group_by_dir(d);
+
+	if (!g || g->listed)
+		return;
+	if (end) {
+		group_listed(g);
+		topup();
+		return;
+	}
+	group_add(g, name, type, ino);
+}
+
+EXPORT struct dirent *readdir(DIR *d)
+{
+	struct dirent *de;
+	int saved;
+
+	resolve();
+	de = real_readdir(d);
+	if (!enter())
+		return de;
+	saved = errno;
+	if (de)
+		note_entry(d, de->d_name, de->d_type, de->d_ino, 0);
+	else
+		note_entry(d, NULL, 0, 0, 1);
+	errno = saved;
+	leave();
+	return de;
+}
+
+EXPORT struct dirent64 *readdir64(DIR *d)
+{
+	struct dirent64 *de;
+	int saved;
+
+	resolve();
+	de = real_readdir64(d);
+	if (!enter())
+		return de;
+	saved = errno;
+	if (de)
+		note_entry(d, de->d_name, de->d_type, de->d_ino, 0);
+	else
+		note_entry(d, NULL, 0, 0, 1);
+	errno = saved;
+	leave();
+	return de;
+}
+
+EXPORT int closedir(DIR *d)
+{
+	resolve();
+	if (enter()) {
+		int saved = errno;
+		struct group *g = group_by_dir(d);
+
+		if (g)
+			group_close(g);
+		errno = saved;
+		leave();
+	}
+	return real_closedir(d);
+}
+
+/* ------------------------------------------------------------ life cycle */
+
+/* Stop reading ahead; fds being served stay served (their data is held). */
+static void plugin_off(void)
+{
+	if (ctx && batch_active) {
+		struct bfo_file fs[WAIT_MAX];
+		int k;
+
+		bfo_read_cancel(ctx);
+		while ((k = bfo_read_wait(ctx, fs, WAIT_MAX, -1)) > 0)
+			for (int i = 0; i < k; i++)
+				take(&fs[i]);
+		batch_ended();
+	}
+	active = 0;
+}
+
+static void after_fork_child(void)
+{
+	/* The context's threads did not come along: the child uses libc. */
+	active = 0;
+	ctx = NULL;
+}
+
+static enum sort_mode parse_sort(const char *v)
+{
+	size_t n = strlen(v);
+
+	if (n && strncmp(v, "name", n) == 0)
+		return SORT_NAME;
+	if (n && strncmp(v, "inode", n) == 0)
+		return SORT_INODE;
+	return SORT_NONE;
+}
+
+/* --sort=X (or an unambiguous abbreviation like --sor=X, or "--sort X"). */
+static void scan_sort(char **argv, int argc)
+{
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i], *eq;
+		size_t kl;
+
+		if (strcmp(a, "--") == 0)
+			return;
+		if (strncmp(a, "--so", 4) != 0)
+			continue;
+		eq = strchr(a, '=');
+		kl = eq ? (size_t)(eq - a) : strlen(a);
+		if (kl > 6 || strncmp(a, "--sort", kl) != 0)
+			continue;
+		if (eq)
+			sort_mode = parse_sort(eq + 1);
+		else if (i + 1 < argc)
+			sort_mode = parse_sort(argv[++i]);
+	}
+}
+
+static void read_sort_mode(void)
+{
+	char buf[65536], *argv[4096];
+	int argc = 0, fd;
+	ssize_t n, len = 0;
+	const char *env = getenv("TAR_OPTIONS");
+
+	if (env) {
+		char *copy = strdup(env), *save = NULL;
+
+		for (char *t = copy ? strtok_r(copy, " \t", &save) : NULL; t && argc < 4096;
+		     t = strtok_r(NULL, " \t", &save))
+			argv[argc++] = t;
+		scan_sort(argv, argc);
+		free(copy);
+		argc = 0;
+	}
+	fd = real_openat(AT_FDCWD, "/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	while (len < (ssize_t)sizeof(buf) - 1 &&
+	       (n = real_read(fd, buf + len, sizeof(buf) - 1 - (size_t)len)) > 0)
+		len += n;
+	real_close(fd);
+	buf[len] = '\0';
+	for (ssize_t i = 0; i < len && argc < 4096; i += (ssize_t)strlen(buf + i) + 1)
+		argv[argc++] = buf + i;
+	scan_sort(argv, argc);
+}
+
+/* Children (compressors, --to-command...) do not load the plugin again. */
+static void strip_preload(void)
+{
+	const char *pre = getenv("LD_PRELOAD");
+	char *out, *copy, *save = NULL;
+	size_t ol = 0;
+
+	if (!pre || !(copy = strdup(pre)) || !(out = calloc(1, strlen(pre) + 1))) {
+		return;
+	}
+	for (char *t = strtok_r(copy, ": ", &save); t; t = strtok_r(NULL, ": ", &save)) {
+		const char *base = strrchr(t, '/');
+
+		if (strcmp(base ? base + 1 : t, "libbfo_tar.so") == 0)
+			continue;
+		if (ol)
+			out[ol++] = ':';
+		memcpy(out + ol, t, strlen(t));
+		ol += strlen(t);
+	}
+	if (ol)
+		setenv("LD_PRELOAD", out, 1);
+	else
+		unsetenv("LD_PRELOAD");
+	free(copy);
+	free(out);
+}
+
+__attribute__((constructor)) static void bfo_tar_init(void)
+{
+	const char *mb = getenv("BFO_TAR_ARENA_MB");
+
+	engine_env = getenv("BFO_TAR_ENGINE");
+
+	resolve();
+	strip_preload();
+	if (!real_openat || !real_read || !real_close || !real_fdopendir ||
+	    !real_readdir || !real_closedir || !real_lseek || !real___openat_2)
+		return;
+	if (mb && atoi(mb) >= 16)
+		arena_bytes = (uint64_t)atoi(mb) << 20;
+	batch_bytes = arena_bytes / 4;
+	held_budget = arena_bytes - arena_bytes / 4;
+	read_sort_mode();
+	tar_thread = pthread_self();
+	if (pthread_atfork(NULL, NULL, after_fork_child) != 0)
+		return;
+	active = 1;
+}
+
+__attribute__((destructor)) static void bfo_tar_fini(void)
+{
+	const char *path = getenv("BFO_TAR_STATS");
+
+	if (!pthread_equal(pthread_self(), tar_thread) || (!active && !ctx))
+		return;
+	in_hook = 1;
+	if (active)
+		plugin_off();
+	if (path && *path) {
+		FILE *f = fopen(path, "a");
+
+		if (f) {
+			fprintf(f, "bfo-tar: served=%llu served_bytes=%llu fallback=%llu "
+				"skipped=%llu batches=%llu ios=%llu device_bytes=%llu\n",
+				(unsigned long long)st.served, (unsigned long long)st.served_bytes,
+				(unsigned long long)st.fallback, (unsigned long long)st.skipped,
+				(unsigned long long)st.batches, (unsigned long long)st.ios,
+				(unsigned long long)st.device_bytes);
+			fclose(f);
+		}
+	}
+	/* The context stays: tar's exit does not wait for our threads to be
+	 * joined, and fds being served at exit still point into its arena. */
+	in_hook = 0;
+}
