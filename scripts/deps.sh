@@ -29,6 +29,10 @@ PACKAGES=(
   python3
   python3-matplotlib
   strace
+  attr
+  gzip
+  bzip2
+  xz-utils
 )
 
 case "${1:-}" in
