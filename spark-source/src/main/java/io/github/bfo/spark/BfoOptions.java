@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+package io.github.bfo.spark;
+
+import io.github.bfo.BatchFileReader;
+import io.github.bfo.BatchFileWriter;
+import java.io.Serializable;
+import java.util.Locale;
+import java.util.Map;
+import org.apache.spark.sql.internal.SQLConf;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+/**
+ * The options of the {@code bfo} source, parsed once on the driver and
+ * shipped to the tasks. Names and meanings follow Spark's binaryFile and text
+ * sources (listing options such as pathGlobFilter, recursiveFileLookup,
+ * modifiedBefore/After are handed to Spark's own file index and are not
+ * repeated here); the engine knobs are bfo-java's builder options.
+ */
+public final class BfoOptions implements Serializable {
+    private static final long serialVersionUID = 1L;
+
+    /** "binary" (binaryFile's schema, the default) or "text" (text's schema). */
+    public static final String FORMAT = "format";
+    /** format=text: one row per file instead of one per line (text's option). */
+    public static final String WHOLETEXT = "wholetext";
+    /** format=text: the line separator (text's option); default: \n, \r\n and \r. */
+    public static final String LINE_SEP = "lineSep";
+    /** Same meaning as Spark's file sources; default from spark.sql.files.ignoreCorruptFiles. */
+    public static final String IGNORE_CORRUPT_FILES = "ignoreCorruptFiles";
+    /** Same meaning as Spark's file sources; default from spark.sql.files.ignoreMissingFiles. */
+    public static final String IGNORE_MISSING_FILES = "ignoreMissingFiles";
+    /** Largest file whose content may be read; default spark.sql.sources.binaryFile.maxLength (binaryFile's guard). */
+    public static final String MAX_LENGTH = "maxLength";
+    /** Session conf of binaryFile's guard, honoured as the default of {@link #MAX_LENGTH}. */
+    public static final String MAX_LENGTH_CONF = "spark.sql.sources.binaryFile.maxLength";
+    /** At most this many files per input partition (on top of spark.sql.files.maxPartitionBytes packing). */
+    public static final String MAX_FILES_PER_PARTITION = "maxFilesPerPartition";
+    /** bfo-java engine: auto, raw, uring, portable, java. */
+    public static final String ENGINE = "engine";
+    /** bfo-java read order: auto, inode, physical. */
+    public static final String ORDER = "order";
+    public static final String WINDOW_FILES = "windowFiles";
+    public static final String ARENA_BYTES = "arenaBytes";
+    public static final String QUEUE_DEPTH = "queueDepth";
+    public static final String THREADS = "threads";
+    /** Files above this arrive from bfo-java in pieces (bounded memory); default 16 MiB. */
+    public static final String LARGE_FILE = "largeFile";
+    /** Write: none, batch (default: one durability point per task batch) or each. */
+    public static final String DURABILITY = "durability";
+    /** Write: heap bytes per BFO write batch in a task; default 64 MiB. */
+    public static final String WRITE_BATCH_BYTES = "writeBatchBytes";
+
+    final boolean text;
+    final boolean wholeText;
+    final String lineSep;          // null: \n, \r\n or \r
+    final boolean ignoreCorruptFiles;
+    final boolean ignoreMissingFiles;
+    final long maxLength;
+    final int maxFilesPerPartition;
+    final BatchFileReader.Engine engine;
+    final BatchFileReader.Order order;
+    final int windowFiles;
+    final long arenaBytes;
+    final int queueDepth;
+    final int threads;
+    final long largeFile;
+    final BatchFileWriter.Durability durability;
+    final long writeBatchBytes;
+
+    BfoOptions(CaseInsensitiveStringMap o) {
+        SQLConf conf = SQLConf.get();
+        String format = o.getOrDefault(FORMAT, "binary").toLowerCase(Locale.ROOT);
+        switch (format) {
+            case "binary", "binaryfile" -> text = false;
+            case "text" -> text = true;
+            default -> throw new IllegalArgumentException("bfo: option format must be binary or text, not '"
+                    + o.get(FORMAT) + "'");
+        }
+        wholeText = o.getBoolean(WHOLETEXT, false);
+        if (wholeText && !text) {
+            throw new IllegalArgumentException("bfo: option wholetext=true needs format=text");
+        }
+        String sep = o.get(LINE_SEP);
+        if (sep != null && sep.isEmpty()) {
+            throw new IllegalArgumentException("bfo: option lineSep must not be empty");
+        }
+        lineSep = sep;
+        ignoreCorruptFiles = o.getBoolean(IGNORE_CORRUPT_FILES, conf.ignoreCorruptFiles());
+        ignoreMissingFiles = o.getBoolean(IGNORE_MISSING_FILES, conf.ignoreMissingFiles());
+        long confMax = Long.parseLong(conf.getConfString(MAX_LENGTH_CONF, String.valueOf(Integer.MAX_VALUE)));
+        maxLength = positive(o, MAX_LENGTH, confMax);
+        maxFilesPerPartition = (int) Math.min(Integer.MAX_VALUE, positive(o, MAX_FILES_PER_PARTITION, Integer.MAX_VALUE));
+        engine = enumOption(o, ENGINE, BatchFileReader.Engine.class, BatchFileReader.Engine.AUTO);
+        order = enumOption(o, ORDER, BatchFileReader.Order.class, BatchFileReader.Order.AUTO);
+        windowFiles = (int) o.getLong(WINDOW_FILES, 0);
+        arenaBytes = o.getLong(ARENA_BYTES, 0);
+        queueDepth = (int) o.getLong(QUEUE_DEPTH, 0);
+        threads = (int) o.getLong(THREADS, 0);
+        largeFile = o.getLong(LARGE_FILE, 16L << 20);
+        durability = enumOption(o, DURABILITY, BatchFileWriter.Durability.class, BatchFileWriter.Durability.BATCH);
+        writeBatchBytes = positive(o, WRITE_BATCH_BYTES, 64L << 20);
+    }
+
+    private static long positive(CaseInsensitiveStringMap o, String key, long dflt) {
+        long v = o.getLong(key, dflt);
+        if (v <= 0) {
+            throw new IllegalArgumentException("bfo: option " + key + " must be positive: " + v);
+        }
+        return v;
+    }
+
+    private static <E extends Enum<E>> E enumOption(CaseInsensitiveStringMap o, String key, Class<E> type, E dflt) {
+        String v = o.get(key);
+        if (v == null) {
+            return dflt;
+        }
+        try {
+            return Enum.valueOf(type, v.trim().toUpperCase(Locale.ROOT));
+        } catch (IllegalArgumentException e) {
+            StringBuilder known = new StringBuilder();
+            for (E c : type.getEnumConstants()) {
+                known.append(known.length() == 0 ? "" : ", ").append(c.name().toLowerCase(Locale.ROOT));
+            }
+            throw new IllegalArgumentException("bfo: option " + key + " must be one of " + known + ", not '" + v + "'");
+        }
+    }
+
+    /** A reader configured by these options; metadataOnly when no content is needed. */
+    BatchFileReader newReader(boolean metadataOnly) throws java.io.IOException {
+        BatchFileReader.Builder b = BatchFileReader.builder().engine(engine).order(order).metadataOnly(metadataOnly)
+                .windowFiles(windowFiles).arenaBytes(arenaBytes).queueDepth(queueDepth).threads(threads);
+        if (!metadataOnly) {
+            long arena = arenaBytes == 0 ? 64L << 20 : arenaBytes;
+            b.largeFile(Math.max(4096, Math.min(largeFile, arena / 8)));
+        }
+        return b.build();
+    }
+
+    static BfoOptions of(Map<String, String> m) {
+        return new BfoOptions(new CaseInsensitiveStringMap(m));
+    }
+}

@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+package io.github.bfo.spark;
+
+import io.github.bfo.BatchFileReader;
+import io.github.bfo.FileBatch;
+import io.github.bfo.FileData;
+import io.github.bfo.ReadStats;
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import java.net.URI;
+import java.nio.ByteBuffer;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.NotDirectoryException;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.RawLocalFileSystem;
+import org.apache.spark.TaskContext;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.connector.metric.CustomTaskMetric;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.unsafe.types.UTF8String;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Reads one input partition with ONE windowed batch read of bfo-java (the
+ * engine orders the files for the device), turning each delivered file
+ * (or piece of a large file) into rows. Files come back in completion order.
+ * Closed by Spark and, in any case, by a task completion listener.
+ */
+final class BfoPartitionReader implements PartitionReader<InternalRow> {
+    private static final Logger LOG = LoggerFactory.getLogger(BfoPartitionReader.class);
+
+    private static final int PATH = -1, TIME = -2, LENGTH = -3, CONTENT = -4, VALUE = -5;
+
+    private final BfoReaderFactory f;
+    private final BfoInputPartition part;
+    private final int[] columns;                  // per output column: a kind above, or a partition column index
+    private final DataType[] partitionTypes;
+    private final ArrayDeque<InternalRow> ready = new ArrayDeque<>();
+    private final Map<Integer, Pending> pending = new HashMap<>();   // files arriving in pieces
+    private final boolean[] dropped;              // filtered out or failed at read time: ignore further pieces
+    private final int[] batchToFile;              // batch index -> partition file index
+    private final FileSystem.Statistics fsStats;  // where Spark's input metrics look for bytes read
+    private BatchFileReader reader;
+    private FileBatch batch;
+    private InternalRow current;
+    private boolean closed;
+    private long files, dataBytes, metadataOnlyFiles, skipped, batches;
+
+    /** The bytes (or lines) of a file delivered in pieces, until its last piece. */
+    private static final class Pending {
+        byte[] content;
+        LineSplitter lines;
+    }
+
+    @SuppressWarnings("deprecation")
+    BfoPartitionReader(BfoReaderFactory f, BfoInputPartition part) {
+        this.f = f;
+        this.part = part;
+        StructField[] out = f.readSchema.fields();
+        columns = new int[out.length];
+        List<String> partitionNames = java.util.Arrays.asList(f.partitionSchema.fieldNames());
+        for (int i = 0; i < out.length; i++) {
+            String n = out[i].name();
+            int p = partitionNames.indexOf(n);
+            if (p >= 0) {
+                columns[i] = p;
+            } else {
+                columns[i] = switch (n) {
+                    case BfoTable.PATH -> PATH;
+                    case BfoTable.MODIFICATION_TIME -> TIME;
+                    case BfoTable.LENGTH -> LENGTH;
+                    case BfoTable.CONTENT -> CONTENT;
+                    case BfoTable.VALUE -> VALUE;
+                    default -> throw new IllegalArgumentException("bfo: unknown column " + n);
+                };
+            }
+        }
+        partitionTypes = new DataType[f.partitionSchema.size()];
+        for (int i = 0; i < partitionTypes.length; i++) {
+            partitionTypes[i] = f.partitionSchema.fields()[i].dataType();
+        }
+        dropped = new boolean[part.paths.length];
+        fsStats = FileSystem.getStatistics("file", RawLocalFileSystem.class);
+        TaskContext ctx = TaskContext.get();
+        if (ctx != null) {
+            ctx.addTaskCompletionListener((org.apache.spark.util.TaskCompletionListener) c -> close());
+        }
+        List<Path> paths = new ArrayList<>(part.paths.length);
+        int[] map = new int[part.paths.length];
+        for (int i = 0; i < part.paths.length; i++) {
+            if (f.readsData && part.lengths[i] > f.options.maxLength) {
+                // binaryFile's guard, checked on the listing before reading
+                tooLong(i, part.lengths[i]);
+                continue;
+            }
+            map[paths.size()] = i;
+            paths.add(localPath(part.paths[i]));
+        }
+        batchToFile = java.util.Arrays.copyOf(map, paths.size());
+        try {
+            reader = f.options.newReader(!f.readsData);
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException("bfo: cannot start a batch read: " + e.getMessage(), e);
+        }
+        batch = reader.read(paths);
+        batches = 1;
+    }
+
+    static Path localPath(String hadoopPath) {
+        URI u = new org.apache.hadoop.fs.Path(hadoopPath).toUri();
+        if (u.getScheme() == null) {
+            return Paths.get(u.getPath());
+        }
+        if (!"file".equals(u.getScheme())) {
+            throw new IllegalArgumentException("bfo reads local files only: " + hadoopPath);
+        }
+        return Paths.get(u);
+    }
+
+    @Override
+    public boolean next() throws IOException {
+        while (ready.isEmpty()) {
+            if (batch == null || !batch.hasNext()) {
+                finishBatch();
+                return false;
+            }
+            handle(batch.next());
+        }
+        current = ready.poll();
+        return true;
+    }
+
+    @Override
+    public InternalRow get() {
+        return current;
+    }
+
+    private void handle(FileData e) throws IOException {
+        int i = batchToFile[(int) e.index()];
+        if (dropped[i]) {
+            return;
+        }
+        if (!e.isOk()) {
+            pending.remove(i);
+            dropped[i] = true;
+            failed(i, e.failure());
+            return;
+        }
+        long size = e.size();
+        long micros = e.lastModifiedTime().toMillis() * 1000L;   // binaryFile: Hadoop's millisecond mtime
+        if (e.offset() == 0) {
+            files++;
+            if (!f.readsData) {
+                metadataOnlyFiles++;
+            }
+            // the pushed filters again, on the stat of this read (the file may have changed since the listing)
+            if (!f.filters.isEmpty() && !f.filters.accept(part.paths[i], size, micros, part.partitionValues[i])) {
+                dropped[i] = true;
+                return;
+            }
+            if (f.readsData && size > f.options.maxLength) {
+                dropped[i] = true;
+                tooLong(i, size);
+                return;
+            }
+        }
+        long n = e.length();
+        dataBytes += n;
+        if (n > 0) {
+            fsStats.incrementBytesRead(n);
+        }
+        if (!f.readsData) {
+            ready.add(row(i, size, micros, null));
+            return;
+        }
+        if (f.options.text && !f.options.wholeText) {
+            LineSplitter s;
+            if (e.isWhole()) {
+                s = new LineSplitter(f.options.lineSep);
+            } else {
+                Pending p = pending.computeIfAbsent(i, k -> new Pending());
+                if (p.lines == null) {
+                    p.lines = new LineSplitter(f.options.lineSep);
+                }
+                s = p.lines;
+            }
+            s.feed(e.data(), line -> ready.add(row(i, size, micros, line)));
+            if (e.isLast()) {
+                s.finish(line -> ready.add(row(i, size, micros, line)));
+                pending.remove(i);
+            }
+            return;
+        }
+        if (e.isWhole()) {
+            ready.add(row(i, size, micros, e.bytes()));
+            return;
+        }
+        Pending p = pending.computeIfAbsent(i, k -> new Pending());
+        if (p.content == null) {
+            p.content = new byte[(int) size];
+        }
+        ByteBuffer d = e.data();
+        if (e.offset() + d.remaining() > p.content.length) {
+            pending.remove(i);
+            dropped[i] = true;
+            failed(i, new IOException("file grew while it was being read: " + part.paths[i]));
+            return;
+        }
+        d.get(p.content, (int) e.offset(), d.remaining());
+        if (e.isLast()) {
+            ready.add(row(i, size, micros, p.content));
+            pending.remove(i);
+        }
+    }
+
+    private InternalRow row(int i, long size, long micros, byte[] data) {
+        Object[] v = new Object[columns.length];
+        for (int c = 0; c < columns.length; c++) {
+            int k = columns[c];
+            switch (k) {
+                case PATH -> v[c] = UTF8String.fromString(part.paths[i]);
+                case TIME -> v[c] = micros;
+                case LENGTH -> v[c] = size;
+                case CONTENT -> v[c] = data;
+                case VALUE -> v[c] = data == null ? null : UTF8String.fromBytes(data);
+                default -> {
+                    InternalRow pv = part.partitionValues[i];
+                    v[c] = pv.isNullAt(k) ? null : pv.get(k, partitionTypes[k]);
+                }
+            }
+        }
+        return new GenericInternalRow(v);
+    }
+
+    private void tooLong(int i, long size) {
+        String msg = "bfo: the length of " + part.paths[i] + " is " + size
+                + ", which exceeds the max length allowed: " + f.options.maxLength + " (option maxLength, conf "
+                + BfoOptions.MAX_LENGTH_CONF + ")";
+        if (f.options.ignoreCorruptFiles) {
+            LOG.warn("Skipped the file (ignoreCorruptFiles): {}", msg);
+            skipped++;
+            return;
+        }
+        throw new IllegalStateException(msg);
+    }
+
+    private void failed(int i, IOException cause) throws IOException {
+        String path = part.paths[i];
+        boolean missing = cause instanceof NoSuchFileException || cause instanceof NotDirectoryException;
+        if (missing && f.options.ignoreMissingFiles) {
+            LOG.warn("Skipped missing file (ignoreMissingFiles): {}", path);
+            skipped++;
+            return;
+        }
+        if (!missing && f.options.ignoreCorruptFiles) {
+            LOG.warn("Skipped unreadable file (ignoreCorruptFiles): {}: {}", path, cause.toString());
+            skipped++;
+            return;
+        }
+        if (missing) {
+            FileNotFoundException fnf = new FileNotFoundException("bfo: file does not exist: " + path
+                    + ". It is possible the underlying files have been updated; set ignoreMissingFiles=true "
+                    + "(or spark.sql.files.ignoreMissingFiles) to skip missing files.");
+            fnf.initCause(cause);
+            throw fnf;
+        }
+        throw new IOException("bfo: cannot read " + path + ": " + cause.getMessage()
+                + " (set ignoreCorruptFiles=true to skip unreadable files)", cause);
+    }
+
+    private void finishBatch() {
+        if (batch != null) {
+            ReadStats s = batch.stats();
+            if (LOG.isDebugEnabled()) {
+                LOG.debug("bfo partition read: {}", s);
+            }
+        }
+        close();
+    }
+
+    @Override
+    public CustomTaskMetric[] currentMetricsValues() {
+        return new CustomTaskMetric[] {
+            BfoReadMetrics.task(BfoReadMetrics.FILES, files),
+            BfoReadMetrics.task(BfoReadMetrics.DATA_BYTES, dataBytes),
+            BfoReadMetrics.task(BfoReadMetrics.METADATA_ONLY_FILES, metadataOnlyFiles),
+            BfoReadMetrics.task(BfoReadMetrics.SKIPPED_FILES, skipped),
+            BfoReadMetrics.task(BfoReadMetrics.BATCHES, batches)};
+    }
+
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        pending.clear();
+        ready.clear();
+        try {
+            if (batch != null) {
+                batch.close();
+            }
+        } finally {
+            if (reader != null) {
+                reader.close();
+            }
+        }
+    }
+}

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+package io.github.bfo.spark;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.spark.paths.SparkPath;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.connector.metric.CustomMetric;
+import org.apache.spark.sql.connector.read.Batch;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.execution.datasources.FilePartition;
+import org.apache.spark.sql.execution.datasources.FilePartition$;
+import org.apache.spark.sql.execution.datasources.FileStatusWithMetadata;
+import org.apache.spark.sql.execution.datasources.PartitionDirectory;
+import org.apache.spark.sql.execution.datasources.PartitionedFile;
+import org.apache.spark.sql.sources.Filter;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * The planned read: the listing filtered by the pushed filters (before any
+ * data is read), packed into input partitions exactly as Spark's file scans
+ * pack them (spark.sql.files.maxPartitionBytes, openCostInBytes,
+ * minPartitionNum; files are not split, as with binaryFile), optionally at
+ * most maxFilesPerPartition files each.
+ */
+final class BfoScan implements Scan, Batch {
+    private final BfoTable table;
+    private final BfoFileListing listing;
+    private final BfoOptions options;
+    private final StructType readSchema;
+    private final Filter[] pushed;
+
+    BfoScan(BfoTable table, BfoFileListing listing, BfoOptions options, StructType required, Filter[] pushed) {
+        this.table = table;
+        this.listing = listing;
+        this.options = options;
+        this.pushed = pushed;
+        // keep the table's column order, only what was asked for
+        StructType s = new StructType();
+        List<String> names = Arrays.asList(required.fieldNames());
+        for (StructField f : table.schema().fields()) {
+            if (names.contains(f.name())) {
+                s = s.add(f);
+            }
+        }
+        this.readSchema = s;
+    }
+
+    @Override
+    public StructType readSchema() {
+        return readSchema;
+    }
+
+    @Override
+    public String description() {
+        return "BfoScan " + String.join(",", listing.paths) + " format=" + (options.text ? "text" : "binary")
+                + (options.wholeText ? " wholetext" : "") + " contentRead=" + readsData() + " pushedFilters="
+                + Arrays.toString(pushed) + " readSchema=" + readSchema.simpleString();
+    }
+
+    /** False when no column needs the files' bytes: the batch read is then metadata only. */
+    boolean readsData() {
+        List<String> names = Arrays.asList(readSchema.fieldNames());
+        return options.text || names.contains(BfoTable.CONTENT);
+    }
+
+    @Override
+    public Batch toBatch() {
+        return this;
+    }
+
+    @Override
+    public InputPartition[] planInputPartitions() {
+        SparkSession spark = SparkSession.active();
+        List<PartitionDirectory> dirs = listing.list();
+        MetadataFilters filters = new MetadataFilters(table.dataSchema(), listing.partitionSchema(), pushed);
+        List<PartitionedFile> files = new ArrayList<>();
+        for (PartitionDirectory d : dirs) {
+            InternalRow values = d.values();
+            for (FileStatusWithMetadata fm : ScalaInterop.list(d.files())) {
+                FileStatus st = fm.fileStatus();
+                String path = st.getPath().toString();
+                long micros = Math.multiplyExact(st.getModificationTime(), 1000L);
+                if (!filters.accept(path, st.getLen(), micros, values)) {
+                    continue;
+                }
+                files.add(new PartitionedFile(values, SparkPath.fromPath(st.getPath()), 0, st.getLen(), new String[0],
+                        st.getModificationTime(), st.getLen(), scala.collection.immutable.Map$.MODULE$.empty()));
+            }
+        }
+        // as FileScan: largest first, then packed by bytes + open cost
+        files.sort((a, b) -> Long.compare(b.length(), a.length()));
+        long maxSplit = FilePartition$.MODULE$.maxSplitBytes(spark, ScalaInterop.seq(dirs));
+        List<FilePartition> packed = ScalaInterop.list(
+                FilePartition$.MODULE$.getFilePartitions(spark, ScalaInterop.seq(files), maxSplit));
+        List<InputPartition> out = new ArrayList<>();
+        for (FilePartition p : packed) {
+            PartitionedFile[] fs = p.files();
+            for (int from = 0; from < fs.length; from += options.maxFilesPerPartition) {
+                int to = (int) Math.min(fs.length, (long) from + options.maxFilesPerPartition);
+                out.add(new BfoInputPartition(Arrays.copyOfRange(fs, from, to), p.preferredLocations()));
+            }
+        }
+        return out.toArray(new InputPartition[0]);
+    }
+
+    @Override
+    public PartitionReaderFactory createReaderFactory() {
+        return new BfoReaderFactory(options, table.dataSchema(), listing.partitionSchema(), readSchema,
+                new MetadataFilters(table.dataSchema(), listing.partitionSchema(), pushed), readsData());
+    }
+
+    @Override
+    public CustomMetric[] supportedCustomMetrics() {
+        return BfoReadMetrics.supported();
+    }
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+package io.github.bfo.spark;
+
+import java.util.List;
+import java.util.Map;
+import scala.jdk.javaapi.CollectionConverters;
+
+/** Conversions between Java collections and the Scala ones of Spark's internal APIs. */
+final class ScalaInterop {
+    private ScalaInterop() {
+    }
+
+    static <T> scala.collection.immutable.Seq<T> seq(List<T> list) {
+        return CollectionConverters.asScala(list).toList();
+    }
+
+    static <T> List<T> list(scala.collection.Seq<T> seq) {
+        return CollectionConverters.asJava(seq);
+    }
+
+    static scala.collection.immutable.Map<String, String> map(Map<String, String> m) {
+        return scala.collection.immutable.Map$.MODULE$.from(CollectionConverters.asScala(m));
+    }
+
+    static Map<String, String> javaMap(scala.collection.Map<String, String> m) {
+        return CollectionConverters.asJava(m);
+    }
+}

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+package io.github.bfo.spark;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.functions;
+
+/**
+ * One timed query of benchmark S1 (benchmarks/harness/spark.py drives it):
+ * {@code S1Bench DIR PROBE_DIR METHOD QUERY}. METHOD is bfo, binaryFile or
+ * text; QUERY is count, sumlen (sum(length(content)), or length(value) with
+ * wholetext for text) or wordcount. The query runs once on PROBE_DIR (class
+ * loading, code generation: off the clock), then the driver prints READY and
+ * waits for a line on stdin (the harness drops the caches meanwhile), runs the
+ * query on DIR and prints one JSON line with the time and the result.
+ */
+public final class S1Bench {
+    private S1Bench() {
+    }
+
+    static Dataset<Row> load(SparkSession spark, String method, String query, String dir) {
+        boolean text = query.equals("wordcount");
+        // the set's files sit in subdirectories (not key=value): every method looks them up recursively
+        org.apache.spark.sql.DataFrameReader r = spark.read().option("recursiveFileLookup", "true");
+        return switch (method) {
+            case "bfo" -> text ? r.format("bfo").option("format", "text").load(dir) : r.format("bfo").load(dir);
+            case "binaryFile" -> r.format("binaryFile").load(dir);
+            case "text" -> text ? r.text(dir) : r.option("wholetext", "true").text(dir);
+            default -> throw new IllegalArgumentException("method: bfo, binaryFile or text");
+        };
+    }
+
+    static String run(SparkSession spark, String method, String query, String dir) {
+        Dataset<Row> df = load(spark, method, query, dir);
+        switch (query) {
+            case "count":
+                return String.valueOf(df.count());
+            case "sumlen": {
+                String col = method.equals("text") ? "value" : "content";
+                Row r = df.agg(functions.count(functions.lit(1)), functions.sum(functions.length(functions.col(col))))
+                        .first();
+                return r.get(0) + " files, " + r.get(1) + " bytes";
+            }
+            case "wordcount": {
+                Dataset<Row> words = df.select(functions.explode(functions.split(functions.col("value"), "[ \\t]+"))
+                        .as("word")).where("word != ''").groupBy("word").count();
+                Row r = words.agg(functions.count(functions.lit(1)), functions.sum("count"),
+                        functions.sum(functions.hash(functions.col("word"), functions.col("count")).cast("long")))
+                        .first();
+                return r.get(0) + " distinct words, " + r.get(1) + " words, checksum " + r.get(2);
+            }
+            default:
+                throw new IllegalArgumentException("query: count, sumlen or wordcount");
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length != 4) {
+            System.err.println("usage: S1Bench DIR PROBE_DIR METHOD QUERY");
+            System.exit(2);
+        }
+        String dir = args[0], probe = args[1], method = args[2], query = args[3];
+        SparkSession.Builder b = SparkSession.builder().appName("bfo-s1").config("spark.ui.enabled", "false")
+                .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1");
+        if (System.getProperty("spark.master") == null) {
+            b.master("local[*]");
+        }
+        SparkSession spark = b.getOrCreate();
+        spark.sparkContext().setLogLevel("ERROR");
+        run(spark, method, query, probe);
+        System.out.println("READY");
+        System.out.flush();
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        in.readLine();
+        long t0 = System.nanoTime();
+        String result = run(spark, method, query, dir);
+        double secs = (System.nanoTime() - t0) / 1e9;
+        int parts = load(spark, method, query, dir).rdd().getNumPartitions();
+        System.out.println("{\"seconds\": " + secs + ", \"partitions\": " + parts + ", \"result\": \""
+                + result.replace("\"", "'") + "\"}");
+        spark.stop();
+    }
+}
