@@ -634,6 +634,47 @@ int bfo_walk_stats(struct bfo_walk *w, struct bfo_walk_stats *stats);
  */
 void bfo_walk_destroy(struct bfo_walk *w);
 
+/* --------------------------------------------------------------- fdwrite */
+
+/*
+ * Batched writes to fds the caller already holds (GNU tar's own fds in the
+ * tar plugin: a path is never re-opened, so nothing swapped in between can
+ * redirect a write).  One call writes every entry, many in flight at once
+ * (io_uring, else pwrite() in a loop); each entry gets its own status.
+ */
+struct bfo_fdwrite_entry {
+	int32_t fd;              /* open for writing */
+	uint32_t reserved0;      /* must be 0 */
+	const void *buf;         /* length bytes, held until the call returns */
+	uint64_t length;
+	uint64_t offset;         /* file offset of buf[0] (positioned write) */
+	uint64_t done;           /* out: bytes written */
+	int32_t status;          /* out: 0, or -errno of the failing write */
+	uint32_t reserved1;
+	uint64_t reserved[2];    /* must be 0 */
+};
+
+#define BFO_FDWRITE_PORTABLE (1u << 0)  /* pwrite() only, no io_uring */
+
+/*
+ * bfo_fdwrite - write entries e[0..n): each entry's buf to its fd at its
+ * offset, all of it (short writes are continued).  Entries are independent:
+ * their order of completion is not defined, so two entries must not
+ * overlap in the same file.  Returns the number of entries that failed
+ * (their status says why, their done how far they got), or -EINVAL (NULL
+ * e with n > 0, a negative fd, a NULL buf with a length, unknown flags or
+ * non-zero reserved fields).  Falls back to pwrite() where io_uring is
+ * missing or refused.
+ */
+int bfo_fdwrite(struct bfo_fdwrite_entry *e, unsigned n, unsigned flags);
+
+/*
+ * bfo_syncfs - the durability point of a batch: commit the file system
+ * that holds fd (data, metadata and directory entries of every file on
+ * it) to stable storage.  Returns 0 or -errno.
+ */
+int bfo_syncfs(int fd);
+
 #ifdef __cplusplus
 }
 #endif

@@ -56,6 +56,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/types.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "bfo.h"
@@ -138,6 +139,18 @@ static struct dirent *(*real_readdir)(DIR *);
 static struct dirent64 *(*real_readdir64)(DIR *);
 static int (*real_closedir)(DIR *);
 
+/* Extraction (below): tar's write-opens and the fds it writes. */
+static int extract_ok;
+static void resolve_extract(void);
+static void before_open(int dirfd, const char *path, int flags, int by_openat);
+static void after_open(int fd, const char *path, int flags);
+static struct wfile *captured(int fd);
+static int close_captured(int fd);
+static void final_flush(void);
+static int extracting, dirty;
+static inline int xenter(void);
+static void give_back(int fd);
+
 static int resolved;
 
 static void *next_sym(const char *name)
@@ -161,6 +174,7 @@ static void resolve(void)
 	real_readdir = next_sym("readdir");
 	real_readdir64 = next_sym("readdir64");
 	real_closedir = next_sym("closedir");
+	resolve_extract();
 	resolved = 1;
 }
 
@@ -849,11 +863,15 @@ static int do_openat(int (*real)(int, const char *, int, ...), int dirfd,
 	if (!enter())
 		return real(dirfd, path, flags, mode);
 	saved = errno;
+	if (extract_ok)
+		before_open(dirfd, path, flags, 1);
 	pump(NULL, 0);
 	e = lookup(dirfd, path, flags);
 	errno = saved;
 	fd = real(dirfd, path, flags, mode);
 	saved = errno;
+	if (extract_ok)
+		after_open(fd, path, flags);
 	if (e) {
 		if (fd >= 0) {
 			serve(fd, e);
@@ -952,6 +970,7 @@ EXPORT ssize_t read(int fd, void *buf, size_t n)
 
 static off_t do_lseek(off_t (*real)(int, off_t, int), int fd, off_t off, int whence)
 {
+	give_back(fd);          /* a file being extracted: written out first (sparse members) */
 	if ((unsigned)fd < FDTAB_MAX && fdtab[fd] && enter()) {
 		/* From here on this fd is libc's, at the position tar is at. */
 		int saved = errno;
@@ -981,6 +1000,15 @@ EXPORT off_t lseek64(int fd, off_t off, int whence)
 EXPORT int close(int fd)
 {
 	resolve();
+	if (captured(fd) && close_captured(fd) == 0)
+		return 0;
+	if (fd <= 2 && extracting && xenter()) {     /* tar's close_stdout: the end */
+		int saved = errno;
+
+		final_flush();
+		errno = saved;
+		leave();
+	}
 	if ((unsigned)fd < FDTAB_MAX && fdtab[fd] && enter()) {
 		int saved = errno;
 
@@ -1097,6 +1125,867 @@ EXPORT int closedir(DIR *d)
 		leave();
 	}
 	return real_closedir(d);
+}
+
+/* utimensat(fd, NULL, ...) and fstatat(fd, "", ...) are legitimate: NULL checks stay. */
+#pragma GCC diagnostic ignored "-Wnonnull-compare"
+
+/* ------------------------------------------------------------ extract */
+
+/*
+ * GNU tar (1.34) extracts a regular file like this (strace):
+ *
+ *	openat(dirfd, name, O_WRONLY|O_CREAT|O_EXCL|O_NOCTTY|O_NONBLOCK|O_CLOEXEC)
+ *	write()...
+ *	futimens(F) fchown(F) fchmod(F)     (utimensat(F, NULL...))
+ *	close(F)
+ *
+ * and directories, symlinks and hard links by name (mkdirat, symlinkat,
+ * linkat, utimensat/fchownat/fchmodat by name).  The plugin keeps the fd
+ * tar opened (the file is written through that fd, never re-opened by
+ * name), buffers its write()s, defers its fd-based metadata calls in
+ * tar's order and, at tar's close(), queues the fd.  The queue is flushed
+ * (one bfo_fdwrite() of all pending data, then the metadata in order,
+ * then the closes) when it holds QUEUE_FILES files or QUEUE_BYTES bytes,
+ * before any call that may depend on a pending file (a name-based call
+ * that reaches one, a hard link, rename or unlink, a write-open without
+ * O_EXCL, a stat that finds one), and at exit, followed by one syncfs()
+ * per file system (BFO_TAR_DURABILITY=none: no syncfs).  A file that
+ * grows beyond WFILE_MAX, or on which tar seeks, truncates, syncs or dups
+ * (sparse members), is written out and handed back to libc.  A deferred
+ * write or metadata call that fails is reported the way tar reports it
+ * ("tar: NAME: Cannot write: ...") and tar's exit status becomes 2.
+ */
+#define QUEUE_FILES   1024u
+#define QUEUE_BYTES   (64ull << 20)
+#define WFILE_MAX     (1ull << 20)
+#define MAX_DEVS      16
+
+enum meta_op { M_TIMES, M_CHOWN, M_CHMOD };
+
+struct meta {
+	int op;
+	struct timespec ts[2];
+	int null_ts;
+	uid_t uid;
+	gid_t gid;
+	mode_t mode;
+};
+
+struct wfile {
+	int fd;
+	int closed;             /* tar closed it; we still hold the fd */
+	char *name;             /* as tar named it, for messages */
+	dev_t dev;
+	ino_t ino;
+	uint64_t written;       /* bytes already in the file */
+	char *buf;              /* bytes after that, not yet written */
+	size_t len, cap;
+	struct meta *m;
+	unsigned nm, mcap;
+};
+
+static struct wfile *wtab[FDTAB_MAX];
+static struct wfile **queue;    /* files with pending data or metadata, tar's order */
+static unsigned nq, qcap;
+static uint64_t queued_bytes;
+/* extracting: tar created something, durability at exit (declared above) */
+static int durability = 1;
+static pid_t owner_pid;
+static int deferred_failed;
+static int devfd[MAX_DEVS];
+static dev_t devs[MAX_DEVS];
+static unsigned ndevs;
+
+static struct {
+	uint64_t files, bytes, flushes, detached, syncfs;
+} xst;
+
+static ssize_t (*real_write)(int, const void *, size_t);
+static int (*real_futimens)(int, const struct timespec *);
+static int (*real_utimensat)(int, const char *, const struct timespec *, int);
+static int (*real_fchown)(int, uid_t, gid_t);
+static int (*real_fchmod)(int, mode_t);
+static int (*real_fchownat)(int, const char *, uid_t, gid_t, int);
+static int (*real_fchmodat)(int, const char *, mode_t, int);
+static int (*real_linkat)(int, const char *, int, const char *, int);
+static int (*real_renameat)(int, const char *, int, const char *);
+static int (*real_renameat2)(int, const char *, int, const char *, unsigned);
+static int (*real_unlinkat)(int, const char *, int);
+static int (*real_mkdirat)(int, const char *, mode_t);
+static int (*real_symlinkat)(const char *, int, const char *);
+static int (*real_fstat)(int, struct stat *);
+static int (*real_fstatat)(int, const char *, struct stat *, int);
+static int (*real_stat)(const char *, struct stat *);
+static int (*real_ftruncate)(int, off_t);
+static int (*real_fsync)(int);
+static int (*real_dup)(int);
+static int (*real_dup2)(int, int);
+static int (*real_setxattr)(const char *, const char *, const void *, size_t, int);
+static int (*real_lsetxattr)(const char *, const char *, const void *, size_t, int);
+static int (*real_open)(const char *, int, ...);
+static int (*real___open_2)(const char *, int);
+
+static void resolve_extract(void)
+{
+	real_write = next_sym("write");
+	real_futimens = next_sym("futimens");
+	real_utimensat = next_sym("utimensat");
+	real_fchown = next_sym("fchown");
+	real_fchmod = next_sym("fchmod");
+	real_fchownat = next_sym("fchownat");
+	real_fchmodat = next_sym("fchmodat");
+	real_linkat = next_sym("linkat");
+	real_renameat = next_sym("renameat");
+	real_renameat2 = next_sym("renameat2");
+	real_unlinkat = next_sym("unlinkat");
+	real_mkdirat = next_sym("mkdirat");
+	real_symlinkat = next_sym("symlinkat");
+	real_fstat = next_sym("fstat");
+	real_fstatat = next_sym("fstatat");
+	real_stat = next_sym("stat");
+	real_ftruncate = next_sym("ftruncate");
+	real_fsync = next_sym("fsync");
+	real_dup = next_sym("dup");
+	real_dup2 = next_sym("dup2");
+	real_setxattr = next_sym("setxattr");
+	real_lsetxattr = next_sym("lsetxattr");
+	real_open = next_sym("open");
+	real___open_2 = next_sym("__open_2");
+}
+
+
+static void report(const struct wfile *w, const char *what, int err)
+{
+	fflush(stdout);
+	fprintf(stderr, "tar: %s: %s: %s\n", w->name, what, strerror(err));
+	deferred_failed = 1;
+}
+
+static int known_dev(dev_t dev)
+{
+	for (unsigned i = 0; i < ndevs; i++)
+		if (devs[i] == dev)
+			return 1;
+	return 0;
+}
+
+static void note_dev(int fd, dev_t dev)
+{
+	unsigned i;
+	int d;
+
+	for (i = 0; i < ndevs; i++)
+		if (devs[i] == dev)
+			return;
+	if (ndevs == MAX_DEVS || (d = real_dup(fd)) < 0)
+		return;
+	devs[ndevs] = dev;
+	devfd[ndevs++] = d;
+}
+
+/* Deferred metadata, in tar's order; failures reported as tar words them. */
+static void apply_meta(struct wfile *w)
+{
+	char what[96];
+
+	for (unsigned i = 0; i < w->nm; i++) {
+		struct meta *m = &w->m[i];
+
+		switch (m->op) {
+		case M_TIMES:
+			if (real_futimens(w->fd, m->null_ts ? NULL : m->ts) < 0)
+				report(w, "Cannot utime", errno);
+			break;
+		case M_CHOWN:
+			if (real_fchown(w->fd, m->uid, m->gid) < 0) {
+				snprintf(what, sizeof(what), "Cannot change ownership to uid %lu, gid %lu",
+					 (unsigned long)m->uid, (unsigned long)m->gid);
+				report(w, what, errno);
+			}
+			break;
+		case M_CHMOD:
+			if (real_fchmod(w->fd, m->mode) < 0) {
+				snprintf(what, sizeof(what), "Cannot change mode to %04o", (unsigned)m->mode);
+				report(w, what, errno);
+			}
+			break;
+		}
+	}
+	w->nm = 0;
+}
+
+static void wfile_free(struct wfile *w)
+{
+	free(w->buf);
+	free(w->m);
+	free(w->name);
+	free(w);
+}
+
+/*
+ * Write every queued file's data in one batch, then each file's metadata
+ * in tar's order, then close what tar closed.  Files tar still has open
+ * stay captured (their next bytes go after what was written).
+ */
+static void flush_queue(void)
+{
+	struct bfo_fdwrite_entry *e;
+	unsigned n = 0, kept = 0;
+
+	if (!nq)
+		return;
+	xst.flushes++;
+	e = calloc(nq, sizeof(*e));
+	for (unsigned i = 0; i < nq; i++) {
+		struct wfile *w = queue[i];
+
+		if (!w->len)
+			continue;
+		if (e) {
+			e[n].fd = w->fd;
+			e[n].buf = w->buf;
+			e[n].length = w->len;
+			e[n].offset = w->written;
+			n++;
+		} else {        /* no memory for the batch: one by one */
+			struct bfo_fdwrite_entry one = { .fd = w->fd, .buf = w->buf,
+							 .length = w->len, .offset = w->written };
+
+			if (bfo_fdwrite(&one, 1, BFO_FDWRITE_PORTABLE) != 0)
+				report(w, "Cannot write", one.status < 0 ? -one.status : EIO);
+			w->written += one.done;
+			w->len = 0;
+		}
+	}
+	if (e && n) {
+		int r = bfo_fdwrite(e, n, 0);
+
+		for (unsigned i = 0, k = 0; i < nq && k < n; i++) {
+			struct wfile *w = queue[i];
+
+			if (!w->len)
+				continue;
+			if (r < 0)
+				e[k].status = r;
+			if (e[k].status < 0)
+				report(w, "Cannot write", -e[k].status);
+			w->written += e[k].done;
+			w->len = 0;
+			k++;
+		}
+	}
+	free(e);
+	for (unsigned i = 0; i < nq; i++) {
+		struct wfile *w = queue[i];
+
+		apply_meta(w);
+		if (w->closed) {
+			real_close(w->fd);
+			wfile_free(w);
+		} else {
+			if (w->cap > (64u << 10)) {
+				free(w->buf);
+				w->buf = NULL;
+				w->cap = 0;
+			}
+			queue[kept++] = w;   /* still tar's: stays queued */
+		}
+	}
+	nq = kept;
+	queued_bytes = 0;
+}
+
+/* tar does something to fd we do not defer: write it out, give it back. */
+static void detach(int fd)
+{
+	struct wfile *w = wtab[fd];
+
+	flush_queue();
+	wtab[fd] = NULL;
+	for (unsigned i = 0; i < nq; i++) {
+		if (queue[i] == w) {
+			memmove(&queue[i], &queue[i + 1], (nq - i - 1) * sizeof(*queue));
+			nq--;
+			break;
+		}
+	}
+	real_lseek(fd, (off_t)w->written, SEEK_SET);    /* where tar's writes left it */
+	xst.detached++;
+	wfile_free(w);
+}
+
+static int pending_inode(dev_t dev, ino_t ino)
+{
+	for (unsigned i = 0; i < nq; i++)
+		if (queue[i]->dev == dev && queue[i]->ino == ino)
+			return 1;
+	return 0;
+}
+
+/* Before a name-based call on dirfd/path: flush when it reaches a pending file. */
+static void flush_if_pending(int dirfd, const char *path, int nofollow)
+{
+	struct stat sb;
+
+	if (!nq)
+		return;
+	if (!path || real_fstatat(dirfd, path, &sb, nofollow ? AT_SYMLINK_NOFOLLOW : 0) < 0 ||
+	    (S_ISREG(sb.st_mode) && pending_inode(sb.st_dev, sb.st_ino)))
+		flush_queue();  /* also when unsure */
+}
+
+static int queue_add(struct wfile *w)
+{
+	if (nq == qcap) {
+		unsigned nc = qcap ? 2 * qcap : 1024;
+		struct wfile **p = realloc(queue, nc * sizeof(*p));
+
+		if (!p)
+			return -1;
+		queue = p;
+		qcap = nc;
+	}
+	queue[nq++] = w;
+	return 0;
+}
+
+static void exit_flush(void);
+
+static void start_extracting(void)
+{
+	if (extracting)
+		return;
+	extracting = 1;
+	dirty = 1;
+	/* Registered now, after tar's own atexit (close_stdout): runs first,
+	 * while stderr is open and tar's exit status can still be raised. */
+	atexit(exit_flush);
+}
+
+/* tar opened path for writing, fd is the new file: capture it. */
+static void capture(int fd, const char *path)
+{
+	struct wfile *w;
+	struct stat sb;
+
+	if (fd >= FDTAB_MAX || wtab[fd] || real_fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) ||
+	    sb.st_size != 0 || !(w = calloc(1, sizeof(*w))))
+		return;
+	w->name = strdup(path);
+	if (!w->name || queue_add(w) < 0) {
+		wfile_free(w);
+		return;
+	}
+	w->fd = fd;
+	w->dev = sb.st_dev;
+	w->ino = sb.st_ino;
+	note_dev(fd, sb.st_dev);
+	dirty = 1;
+	wtab[fd] = w;
+	xst.files++;
+}
+
+static struct wfile *captured(int fd)
+{
+	return (unsigned)fd < FDTAB_MAX ? wtab[fd] : NULL;
+}
+
+static int defer(struct wfile *w, const struct meta *m)
+{
+	if (w->nm == w->mcap) {
+		unsigned nc = w->mcap ? 2 * w->mcap : 4;
+		struct meta *p = realloc(w->m, nc * sizeof(*p));
+
+		if (!p)
+			return -1;
+		w->m = p;
+		w->mcap = nc;
+	}
+	w->m[w->nm++] = *m;
+	return 0;
+}
+
+/* A write-open of tar's (extract or not), before and after the real call. */
+static int write_open(int flags)
+{
+	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+}
+
+static void before_open(int dirfd, const char *path, int flags, int by_openat)
+{
+	if (!write_open(flags))
+		return;
+	if ((flags & O_CREAT) && by_openat)     /* tar's extract opens; its archive uses open() */
+		start_extracting();
+	if (!((flags & O_CREAT) && (flags & O_EXCL)))
+		flush_if_pending(dirfd, path, (flags & O_NOFOLLOW) != 0);
+}
+
+static void after_open(int fd, const char *path, int flags)
+{
+	struct stat sb;
+
+	if (fd < 0)
+		return;
+	if ((flags & O_ACCMODE) == O_WRONLY && (flags & O_CREAT) &&
+	    (flags & (O_EXCL | O_TRUNC)) && !(flags & (O_APPEND | O_PATH | O_DIRECT | O_SYNC | O_DSYNC)) &&
+	    !(flags & __O_TMPFILE)) {
+		capture(fd, path);
+		return;
+	}
+	/* A file opened some other way (O_PATH for metadata, read) may be a
+	 * pending one: what tar then sees must be complete. */
+	if (nq && real_fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && pending_inode(sb.st_dev, sb.st_ino))
+		flush_queue();
+}
+
+/*
+ * Everything written and committed: at tar's close of stdout/stderr (GNU
+ * tar closes them itself at the end of main, before exit: messages must go
+ * out before) and again at exit for anything after that.
+ */
+
+
+static void final_flush(void)
+{
+	struct stat sb;
+	int cwd;
+
+	for (int fd = 0; fd < FDTAB_MAX && nq; fd++)
+		if (wtab[fd] && !wtab[fd]->closed)
+			wtab[fd] = NULL;        /* tar never closed it: written, left open */
+	flush_queue();
+	if (!dirty)
+		return;
+	dirty = 0;
+	for (unsigned i = 0; i < ndevs; i++) {
+		if (durability) {
+			int r = bfo_syncfs(devfd[i]);
+
+			xst.syncfs++;
+			if (r < 0) {
+				fflush(stdout);
+				fprintf(stderr, "tar: cannot commit the extracted files to disk: %s\n",
+					strerror(-r));
+				deferred_failed = 1;
+			}
+		}
+	}
+	if (!durability)
+		return;
+	/* directories, symlinks, links made by name on a file system where
+	 * no file was written */
+	cwd = real_openat(AT_FDCWD, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cwd >= 0 && real_fstat(cwd, &sb) == 0 && !known_dev(sb.st_dev)) {
+		bfo_syncfs(cwd);
+		xst.syncfs++;
+	}
+	if (cwd >= 0)
+		real_close(cwd);
+}
+
+static void exit_flush(void)
+{
+	if (getpid() != owner_pid || !pthread_equal(pthread_self(), tar_thread))
+		return;
+	in_hook = 1;
+	final_flush();
+	in_hook = 0;
+	if (deferred_failed) {
+		fflush(NULL);
+		_exit(2);               /* tar's status for its own write errors */
+	}
+}
+
+/* ------------------------------------------------------------ extract hooks */
+
+static inline int xenter(void)
+{
+	return extract_ok && enter();
+}
+
+
+/* tar closes a captured fd: queued (we keep the fd), flushed at the bounds. */
+static int close_captured(int fd)
+{
+	struct wfile *w = captured(fd);
+	int saved;
+
+	if (!w || !xenter())
+		return -1;
+	saved = errno;
+	w->closed = 1;
+	wtab[fd] = NULL;
+	if (nq >= QUEUE_FILES || queued_bytes >= QUEUE_BYTES)
+		flush_queue();
+	errno = saved;
+	leave();
+	return 0;
+}
+
+EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+	struct wfile *w;
+
+	resolve();
+	if ((w = captured(fd)) && xenter()) {
+		int saved = errno, took = 0;
+
+		if (w->nm == 0 && w->written + w->len + n <= WFILE_MAX) {
+			if (w->len + n > w->cap) {
+				size_t nc = w->cap ? w->cap : 4096;
+				char *p;
+
+				while (nc < w->len + n)
+					nc *= 2;
+				p = realloc(w->buf, nc);
+				if (p) {
+					w->buf = p;
+					w->cap = nc;
+				}
+			}
+			if (w->len + n <= w->cap) {
+				memcpy(w->buf + w->len, buf, n);
+				w->len += n;
+				queued_bytes += n;
+				xst.bytes += n;
+				took = 1;
+				if (queued_bytes >= QUEUE_BYTES)
+					flush_queue();
+			}
+		}
+		if (!took)
+			detach(fd);     /* large, or written after its metadata: libc */
+		errno = saved;
+		leave();
+		if (took)
+			return (ssize_t)n;
+	}
+	return real_write(fd, buf, n);
+}
+
+static int defer_hook(int fd, const struct meta *m)
+{
+	struct wfile *w = captured(fd);
+	int r = -1;
+
+	if (w && xenter()) {
+		int saved = errno;
+
+		r = defer(w, m);
+		if (r < 0)
+			detach(fd);
+		errno = saved;
+		leave();
+	}
+	return r;
+}
+
+EXPORT int futimens(int fd, const struct timespec ts[2])
+{
+	struct meta m = { .op = M_TIMES, .null_ts = !ts };
+
+	resolve();
+	if (ts)
+		m.ts[0] = ts[0], m.ts[1] = ts[1];
+	if (captured(fd) && defer_hook(fd, &m) == 0)
+		return 0;
+	return real_futimens(fd, ts);
+}
+
+EXPORT int utimensat(int dirfd, const char *path, const struct timespec ts[2], int flags)
+{
+	resolve();
+	if (!path && flags == 0 && captured(dirfd)) {
+		struct meta m = { .op = M_TIMES, .null_ts = !ts };
+
+		if (ts)
+			m.ts[0] = ts[0], m.ts[1] = ts[1];
+		if (defer_hook(dirfd, &m) == 0)
+			return 0;
+	} else if (path && nq && xenter()) {
+		int saved = errno;
+
+		flush_if_pending(dirfd, path, (flags & AT_SYMLINK_NOFOLLOW) != 0);
+		errno = saved;
+		leave();
+	}
+	return real_utimensat(dirfd, path, ts, flags);
+}
+
+EXPORT int fchown(int fd, uid_t uid, gid_t gid)
+{
+	struct meta m = { .op = M_CHOWN, .uid = uid, .gid = gid };
+
+	resolve();
+	if (captured(fd) && defer_hook(fd, &m) == 0)
+		return 0;
+	return real_fchown(fd, uid, gid);
+}
+
+EXPORT int fchmod(int fd, mode_t mode)
+{
+	struct meta m = { .op = M_CHMOD, .mode = mode };
+
+	resolve();
+	if (captured(fd) && defer_hook(fd, &m) == 0)
+		return 0;
+	return real_fchmod(fd, mode);
+}
+
+/* Name-based calls: flushed first when they reach a pending file. */
+static void by_name(int dirfd, const char *path, int flags)
+{
+	if (nq && xenter()) {
+		int saved = errno;
+
+		if ((flags & AT_EMPTY_PATH) && path && !*path && captured(dirfd))
+			detach(dirfd);
+		else
+			flush_if_pending(dirfd, path, (flags & AT_SYMLINK_NOFOLLOW) != 0);
+		errno = saved;
+		leave();
+	}
+}
+
+/* Calls that may depend on any pending file (links, renames, unlinks). */
+static void flush_all_first(void)
+{
+	if (nq && xenter()) {
+		int saved = errno;
+
+		flush_queue();
+		errno = saved;
+		leave();
+	}
+}
+
+EXPORT int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid, int flags)
+{
+	resolve();
+	by_name(dirfd, path, flags);
+	return real_fchownat(dirfd, path, uid, gid, flags);
+}
+
+EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int flags)
+{
+	resolve();
+	by_name(dirfd, path, flags);
+	return real_fchmodat(dirfd, path, mode, flags);
+}
+
+EXPORT int setxattr(const char *path, const char *name, const void *v, size_t n, int flags)
+{
+	resolve();
+	by_name(AT_FDCWD, path, 0);
+	return real_setxattr(path, name, v, n, flags);
+}
+
+EXPORT int lsetxattr(const char *path, const char *name, const void *v, size_t n, int flags)
+{
+	resolve();
+	by_name(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW);
+	return real_lsetxattr(path, name, v, n, flags);
+}
+
+EXPORT int linkat(int od, const char *op, int nd, const char *np, int flags)
+{
+	resolve();
+	flush_all_first();
+	return real_linkat(od, op, nd, np, flags);
+}
+
+EXPORT int renameat(int od, const char *op, int nd, const char *np)
+{
+	resolve();
+	flush_all_first();
+	return real_renameat(od, op, nd, np);
+}
+
+EXPORT int renameat2(int od, const char *op, int nd, const char *np, unsigned flags)
+{
+	resolve();
+	flush_all_first();
+	return real_renameat2(od, op, nd, np, flags);
+}
+
+EXPORT int unlinkat(int dirfd, const char *path, int flags)
+{
+	resolve();
+	flush_all_first();
+	return real_unlinkat(dirfd, path, flags);
+}
+
+static void note_extracting(void)
+{
+	if (!extracting && xenter()) {
+		start_extracting();
+		leave();
+	}
+}
+
+EXPORT int mkdirat(int dirfd, const char *path, mode_t mode)
+{
+	resolve();
+	note_extracting();
+	return real_mkdirat(dirfd, path, mode);
+}
+
+EXPORT int symlinkat(const char *target, int dirfd, const char *path)
+{
+	resolve();
+	note_extracting();
+	return real_symlinkat(target, dirfd, path);
+}
+
+/* A stat that finds a pending file: flushed, then asked again. */
+static int stat_saw_pending(int r, const struct stat *sb)
+{
+	int again = 0;
+
+	if (r == 0 && nq && S_ISREG(sb->st_mode) && xenter()) {
+		int saved = errno;
+
+		if (pending_inode(sb->st_dev, sb->st_ino)) {
+			flush_queue();
+			again = 1;
+		}
+		errno = saved;
+		leave();
+	}
+	return again;
+}
+
+EXPORT int fstat(int fd, struct stat *sb)
+{
+	int r;
+
+	resolve();
+	if (captured(fd) && xenter()) {
+		int saved = errno;
+
+		detach(fd);
+		errno = saved;
+		leave();
+	}
+	r = real_fstat(fd, sb);
+	if (stat_saw_pending(r, sb))
+		r = real_fstat(fd, sb);
+	return r;
+}
+
+EXPORT int fstatat(int dirfd, const char *path, struct stat *sb, int flags)
+{
+	int r;
+
+	resolve();
+	if ((flags & AT_EMPTY_PATH) && path && !*path && captured(dirfd) && xenter()) {
+		int saved = errno;
+
+		detach(dirfd);
+		errno = saved;
+		leave();
+	}
+	r = real_fstatat(dirfd, path, sb, flags);
+	if (stat_saw_pending(r, sb))
+		r = real_fstatat(dirfd, path, sb, flags);
+	return r;
+}
+
+EXPORT int stat(const char *path, struct stat *sb)
+{
+	int r;
+
+	resolve();
+	r = real_stat(path, sb);
+	if (stat_saw_pending(r, sb))
+		r = real_stat(path, sb);
+	return r;
+}
+
+/* Calls we do not defer on a captured fd: written out, handed to libc. */
+static void give_back(int fd)
+{
+	if (captured(fd) && xenter()) {
+		int saved = errno;
+
+		detach(fd);
+		errno = saved;
+		leave();
+	}
+}
+
+EXPORT int ftruncate(int fd, off_t len)
+{
+	resolve();
+	give_back(fd);
+	return real_ftruncate(fd, len);
+}
+
+EXPORT int fsync(int fd)
+{
+	resolve();
+	give_back(fd);
+	return real_fsync(fd);
+}
+
+EXPORT int dup(int fd)
+{
+	resolve();
+	give_back(fd);
+	return real_dup(fd);
+}
+
+EXPORT int dup2(int fd, int fd2)
+{
+	resolve();
+	give_back(fd);
+	give_back(fd2);
+	return real_dup2(fd, fd2);
+}
+
+static int do_open(int (*real)(const char *, int, ...), const char *path, int flags, mode_t mode)
+{
+	int fd, saved;
+
+	if (!xenter())
+		return real(path, flags, mode);
+	before_open(AT_FDCWD, path, flags, 0);
+	leave();
+	fd = real(path, flags, mode);
+	if (fd >= 0 && nq && !(write_open(flags) && (flags & O_CREAT)) && xenter()) {
+		saved = errno;
+		after_open(fd, path, flags);
+		errno = saved;
+		leave();
+	}
+	return fd;
+}
+
+EXPORT int open(const char *path, int flags, ...)
+{
+	va_list ap;
+	mode_t mode;
+
+	va_start(ap, flags);
+	mode = open_mode(flags, ap);
+	va_end(ap);
+	resolve();
+	return do_open(real_open, path, flags, mode);
+}
+
+static int open_2_shim(const char *path, int flags, ...)
+{
+	return real___open_2(path, flags);
+}
+
+int __open_2(const char *path, int flags);
+
+EXPORT int __open_2(const char *path, int flags)
+{
+	resolve();
+	return do_open(open_2_shim, path, flags, 0);
 }
 
 /* ------------------------------------------------------------ life cycle */
@@ -1232,6 +2121,20 @@ __attribute__((constructor)) static void bfo_tar_init(void)
 	held_budget = arena_bytes - arena_bytes / 4;
 	read_sort_mode();
 	tar_thread = pthread_self();
+	owner_pid = getpid();
+	{
+		const char *dur = getenv("BFO_TAR_DURABILITY"), *x = getenv("BFO_TAR_EXTRACT");
+
+		durability = !(dur && strcmp(dur, "none") == 0);
+		/* Extraction through the plugin is not finished (see README):
+		 * off unless BFO_TAR_EXTRACT=on; off, tar -x is plain tar. */
+		extract_ok = x && strcmp(x, "on") == 0 && real_write && real_futimens &&
+			     real_utimensat && real_fchown && real_fchmod && real_fchownat &&
+			     real_fchmodat && real_linkat && real_renameat && real_renameat2 &&
+			     real_unlinkat && real_mkdirat && real_symlinkat && real_fstat &&
+			     real_fstatat && real_stat && real_ftruncate && real_fsync && real_dup &&
+			     real_dup2 && real_setxattr && real_lsetxattr && real_open && real___open_2;
+	}
 	if (pthread_atfork(NULL, NULL, after_fork_child) != 0)
 		return;
 	active = 1;
@@ -1241,7 +2144,8 @@ __attribute__((destructor)) static void bfo_tar_fini(void)
 {
 	const char *path = getenv("BFO_TAR_STATS");
 
-	if (!pthread_equal(pthread_self(), tar_thread) || (!active && !ctx))
+	if (!pthread_equal(pthread_self(), tar_thread) || getpid() != owner_pid ||
+	    (!active && !ctx && !extracting))
 		return;
 	in_hook = 1;
 	if (active)
@@ -1251,11 +2155,14 @@ __attribute__((destructor)) static void bfo_tar_fini(void)
 
 		if (f) {
 			fprintf(f, "bfo-tar: served=%llu served_bytes=%llu fallback=%llu "
-				"skipped=%llu batches=%llu ios=%llu device_bytes=%llu\n",
+				"skipped=%llu batches=%llu ios=%llu device_bytes=%llu "
+				"xfiles=%llu xbytes=%llu xflushes=%llu xdetached=%llu syncfs=%llu\n",
 				(unsigned long long)st.served, (unsigned long long)st.served_bytes,
 				(unsigned long long)st.fallback, (unsigned long long)st.skipped,
 				(unsigned long long)st.batches, (unsigned long long)st.ios,
-				(unsigned long long)st.device_bytes);
+				(unsigned long long)st.device_bytes, (unsigned long long)xst.files,
+				(unsigned long long)xst.bytes, (unsigned long long)xst.flushes,
+				(unsigned long long)xst.detached, (unsigned long long)xst.syncfs);
 			fclose(f);
 		}
 	}
