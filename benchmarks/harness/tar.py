@@ -17,8 +17,19 @@ with and without --use-bfo.  Rounds visit the methods in turn; the median
 of --repeat rounds is reported, with ratios against tar-plain and
 tar-inode measured in the same run on the same data.
 
-T2 (extract with batch writes) is not part of this harness yet: the
-plugin's extract path passes through to libc.
+T2: GNU tar extract, then sync, plain vs --use-bfo.  Per set, the archive
+is made once (plain GNU tar, from the set's image, into the work dir: not
+the destination) and each timed run extracts it onto a brand-new file
+system (mkfs before every run, as W1/M1), cold cache before every run:
+
+  xtar-plain   cd DST && tar -xf ARCHIVE && sync
+  xtar-bfo     cd DST && tar --use-bfo -xf ARCHIVE && sync
+               (the plugin commits at exit itself; the same sync is
+               timed for fairness)
+
+In the first round each extracted tree is listed (untimed, after a
+remount, so from the device) and the two trees must be identical: every
+entry's type, mode, owner, mtime (ns), size, link target and sha256.
 """
 
 import hashlib
@@ -27,7 +38,8 @@ import os
 import time
 from pathlib import Path
 
-from . import report, runner, sets, util
+from . import report, runner, sets, util, writecopy
+from .workspace import FreshFs
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN_DIR = REPO / "tar-plugin"
@@ -187,12 +199,138 @@ def t1_table(info):
     return util.md_table(["method", "median s", "range s", "vs plain", "vs --sort=inode"], rows)
 
 
+T2_METHODS = {
+    "xtar-plain": ([], "cd DST && GNU tar -xf ARCHIVE && sync"),
+    "xtar-bfo": (["--use-bfo"], "cd DST && tar --use-bfo -xf ARCHIVE && sync (libbfo_tar.so preloaded)"),
+}
+
+
+def _t2_timed(method, archive, dest_dir, *, root, timeout, stats_file):
+    """One cold run: extract ARCHIVE into dest_dir, then sync."""
+    runner.cold(root)
+    tar = " ".join(_quote(a) for a in [str(FRONT)] + T2_METHODS[method][0] + ["-xf", str(archive)])
+    env = _env()
+    if method == "xtar-bfo":
+        env["BFO_TAR_STATS"] = str(stats_file)
+    return util.run(["bash", "-c", f"cd {_quote(dest_dir)} && {tar} && sync"], env=env, timeout=timeout)
+
+
+def _t2_compare(a, b):
+    """Two listings (writecopy.listing with hashes, '.' left out: it is the
+    mount point, not extracted) -> 'ok' or what differs."""
+    a = {k: v for k, v in a.items() if k not in (".", "lost+found")}
+    b = {k: v for k, v in b.items() if k not in (".", "lost+found")}
+    probs = []
+    if set(a) != set(b):
+        probs.append(f"entries only in plain: {sorted(set(a) - set(b))[:3]}, "
+                     f"only with --use-bfo: {sorted(set(b) - set(a))[:3]}")
+    diff = sorted(k for k in set(a) & set(b) if a[k] != b[k])
+    if diff:
+        probs.append(f"{len(diff)} entries differ, e.g. {diff[0]}: {a[diff[0]]} vs {b[diff[0]]}")
+    if probs:
+        return "DIFFERENT TREES: " + "; ".join(probs)
+    nf = sum(1 for v in a.values() if v["type"] == "f")
+    return f"ok ({nf:,} files, {len(a) - nf:,} other entries: same contents and metadata)"
+
+
+def run_t2(*, set_names, files_4k, fs, repeat, do_verify, root, timeout, workdir, keep, scratch, results, md,
+           outdir, cache, no_build=False):
+    """Returns True when some method FAILED."""
+    build_plugin(no_build)
+    failed = False
+    for name in set_names:
+        spec = sets.REGISTRY[name]
+        params = spec.params({"files": files_4k} if name == "4k" else None)
+        archive = Path(scratch) / f"t2-{name}.tar"
+        with runner.open_set(spec, params, workdir=workdir, keep=keep, fs=fs, root=root) as (ws, plan, sinfo):
+            r = util.run([gnu_tar(), "-cf", archive, "-C", ws.set_dir.parent, ws.set_dir.name], env=_env(),
+                         timeout=timeout)
+            if not r.ok:
+                raise RuntimeError(f"T2: making the archive failed: {r.stderr.strip()[:500]}")
+            size, inodes, need = spec.image_geometry(plan)
+            info = {"set": name, "scenario": "t2", "description": sinfo["description"], "params": params,
+                    "files": plan.files, "bytes": plan.bytes, "archive_bytes": archive.stat().st_size,
+                    "source": sinfo, "methods": {}}
+        results["sets"][f"t2-{name}"] = info
+        util.log(f"T2 {name}: archive {util.human_bytes(info['archive_bytes'])}; {len(T2_METHODS)} methods x "
+                 f"{repeat} rounds, {cache} cache, a new {fs} per run")
+        times = {m: [] for m in T2_METHODS}
+        trees = {}
+        stats = ""
+        try:
+            with FreshFs(workdir, f"t2dst-{name}", fs, size, inodes + 1000, root, need_bytes=need) as dest:
+                for rnd in range(repeat):
+                    for m in T2_METHODS:
+                        droot = dest.new()
+                        sf = Path(scratch) / "t2-bfo-stats"
+                        if sf.exists():
+                            sf.unlink()
+                        r = _t2_timed(m, archive, droot, root=root, timeout=timeout, stats_file=sf)
+                        if not r.ok:
+                            failed = True
+                            info["methods"][m] = {"status": "FAILED", "error": (r.stderr or "").strip()[-500:]}
+                            util.warn(f"T2 {name} {m}: failed: {(r.stderr or '').strip()[-300:]}")
+                            continue
+                        times[m].append(r.seconds)
+                        if m == "xtar-bfo" and sf.exists():
+                            stats = sf.read_text().strip()
+                        util.log(f"  round {rnd + 1} {m}: {r.seconds:.2f}s")
+                        if do_verify and rnd == 0:
+                            dest.remount()
+                            trees[m] = writecopy.listing(dest.root, hashes=True)
+                    info["filesystems_made"] = dest.count
+                    info["workspace"] = dest.info
+        finally:
+            with util.cleaning():
+                archive.unlink()
+        if do_verify:
+            info["verify"] = (_t2_compare(trees["xtar-plain"], trees["xtar-bfo"]) if len(trees) == 2
+                              else "not verified (a method failed)")
+            util.log(f"T2 {name}: trees plain vs --use-bfo: {info['verify']}")
+            if not info["verify"].startswith("ok"):
+                failed = True
+        for m, ts in times.items():
+            if ts and info["methods"].get(m, {}).get("status") != "FAILED":
+                info["methods"][m] = {"status": "ok", "seconds": util.summarize(ts), "runs": ts,
+                                      "description": T2_METHODS[m][1]}
+        info["plugin_stats"] = stats
+        block = t2_heading(info, cache, fs) + "\n\n" + t2_table(info) + "\n"
+        md.append(block)
+        print("\n" + block, flush=True)
+        if outdir:
+            (outdir / "results.json").write_text(json.dumps(results, indent=1, default=str))
+            (outdir / "table.md").write_text("\n".join(md))
+    return failed
+
+
+def t2_heading(info, cache, fs):
+    return (f"## T2 tar extract + sync: {info['set']} ({info['files']:,} files, {util.human_bytes(info['bytes'])}; "
+            f"archive {util.human_bytes(info['archive_bytes'])}), {cache} cache, a new {fs} per run\n\n"
+            f"{info['description']}. Trees plain vs --use-bfo: {info.get('verify', 'not verified')}. "
+            f"Plugin: {info.get('plugin_stats') or '-'}")
+
+
+def t2_table(info):
+    med = {m: r["seconds"]["median"] for m, r in info["methods"].items() if r.get("status") == "ok"}
+    rows = []
+    for m in T2_METHODS:
+        r = info["methods"].get(m)
+        if not r or r.get("status") != "ok":
+            rows.append([m, "FAILED", "", ""])
+            continue
+        s = r["seconds"]
+        rows.append([m, f"{s['median']:.2f}", f"{s['min']:.2f}-{s['max']:.2f}",
+                     f"{med['xtar-plain'] / s['median']:.2f}x" if "xtar-plain" in med else ""])
+    return util.md_table(["method", "median s", "range s", "vs plain"], rows)
+
+
 def main(args, *, root, cache):
-    """bench --scenario t1 entry point (the lock on workdir is taken here)."""
+    """bench --scenario t1 / t2 entry point (the lock on workdir is taken here)."""
+    sc = args.scenario
     from .workspace import WorkdirLock
     workdir = Path(args.workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
-    results = {"kind": "bench", "scenario": "t1", "started": time.strftime("%Y-%m-%d %H:%M:%S %z"),
+    results = {"kind": "bench", "scenario": sc, "started": time.strftime("%Y-%m-%d %H:%M:%S %z"),
                "argv": list(os.sys.argv), "cache": cache, "machine": runner.machine_info(workdir),
                "sets": {}, "complete": False}
     set_names = args.sets.split(",") if args.sets else (["4k"] if args.quick else list(T1_SETS))
@@ -201,17 +339,17 @@ def main(args, *, root, cache):
             raise SystemExit(f"unknown set {n!r}; known: {', '.join(sets.REGISTRY)}")
     repeat = args.repeat or (1 if args.quick else 3)
     files_4k = args.files or (20_000 if args.quick else None)
-    md = [f"# BFO T1 tar benchmark, {results['started']}\n",
+    md = [f"# BFO {sc.upper()} tar benchmark, {results['started']}\n",
           f"{results['machine']['os']}, kernel {results['machine']['kernel']}, "
           f"{results['machine']['cpu_count']} CPUs; {cache} cache; repeat {repeat}\n"]
     failed = False
     with WorkdirLock(workdir):
-        outdir = report.results_dir(args.results_dir, workdir, suffix="-t1")
+        outdir = report.results_dir(args.results_dir, workdir, suffix=f"-{sc}")
         util.log(f"results: {outdir}")
         scratch = workdir / f"scratch-{os.getpid()}"
         scratch.mkdir(exist_ok=True)
         try:
-            failed = run_t1(set_names=set_names, files_4k=files_4k, fs=(args.fs or "ext4"), repeat=repeat,
+            failed = (run_t2 if sc == "t2" else run_t1)(set_names=set_names, files_4k=files_4k, fs=(args.fs or "ext4"), repeat=repeat,
                             do_verify=not args.no_verify, root=root, timeout=args.timeout, workdir=workdir,
                             keep=args.keep, scratch=scratch, results=results, md=md, outdir=outdir, cache=cache,
                             no_build=args.no_build)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libbfo_tar.so - an LD_PRELOAD plugin that makes an unmodified GNU tar
- * read the files it archives through libbfo's batch reader.
+ * read the files it archives through libbfo's batch reader, and write the
+ * files it extracts through libbfo's batch writer (see "extract" below).
  *
  * GNU tar (1.34) archives a directory like this (strace):
  *
@@ -38,7 +39,9 @@
  *
  * Environment: BFO_TAR_STATS=FILE appends one line of counters at exit;
  * BFO_TAR_ARENA_MB sets the memory for file data (default 128);
- * BFO_TAR_ENGINE=raw|uring|portable forces libbfo's engine (default auto).
+ * BFO_TAR_ENGINE=raw|uring|portable forces libbfo's engine (default auto);
+ * BFO_TAR_EXTRACT=off leaves tar -x to libc; BFO_TAR_DURABILITY=none: no
+ * syncfs after extraction.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -47,6 +50,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libintl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -54,6 +58,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <sys/types.h>
 #include <sys/xattr.h>
@@ -148,6 +153,8 @@ static struct wfile *captured(int fd);
 static int close_captured(int fd);
 static void final_flush(void);
 static int extracting, dirty;
+static void closing_archive(int fd);
+static void note_extracting(void);
 static inline int xenter(void);
 static void give_back(int fd);
 
@@ -1002,13 +1009,8 @@ EXPORT int close(int fd)
 	resolve();
 	if (captured(fd) && close_captured(fd) == 0)
 		return 0;
-	if (fd <= 2 && extracting && xenter()) {     /* tar's close_stdout: the end */
-		int saved = errno;
-
-		final_flush();
-		errno = saved;
-		leave();
-	}
+	if (extracting && dirty && fd >= 0)
+		closing_archive(fd);
 	if ((unsigned)fd < FDTAB_MAX && fdtab[fd] && enter()) {
 		int saved = errno;
 
@@ -1149,8 +1151,10 @@ EXPORT int closedir(DIR *d)
  * then the closes) when it holds QUEUE_FILES files or QUEUE_BYTES bytes,
  * before any call that may depend on a pending file (a name-based call
  * that reaches one, a hard link, rename or unlink, a write-open without
- * O_EXCL, a stat that finds one), and at exit, followed by one syncfs()
- * per file system (BFO_TAR_DURABILITY=none: no syncfs).  A file that
+ * O_EXCL, a stat that finds one), when tar closes its archive and at
+ * exit, followed by one syncfs() per file system (BFO_TAR_DURABILITY=none:
+ * no syncfs).  Data is queued only while it surely fits on its file system
+ * (see "Free space"): a full file system is met by tar's own write().  A file that
  * grows beyond WFILE_MAX, or on which tar seeks, truncates, syncs or dups
  * (sparse members), is written out and handed back to libc.  A deferred
  * write or metadata call that fails is reported the way tar reports it
@@ -1178,6 +1182,7 @@ struct wfile {
 	char *name;             /* as tar named it, for messages */
 	dev_t dev;
 	ino_t ino;
+	unsigned di;            /* index of its file system in devs[] */
 	uint64_t written;       /* bytes already in the file */
 	char *buf;              /* bytes after that, not yet written */
 	size_t len, cap;
@@ -1196,6 +1201,22 @@ static int deferred_failed;
 static int devfd[MAX_DEVS];
 static dev_t devs[MAX_DEVS];
 static unsigned ndevs;
+/*
+ * Free space.  A write tar believes done must not fail later for want of
+ * room, so data is only queued while the queue surely fits: the free space
+ * is looked up (fstatfs, once per file system and flush) and every queued
+ * byte is charged, rounded up to blocks, plus a block per file and per
+ * thing tar creates by name, plus SPACE_MARGIN.  When a write does not fit,
+ * the queue is written out and the space looked up again; if it still
+ * does not fit, the file goes back to libc and tar's write() meets the
+ * full file system itself: "Wrote only N of M bytes", "Cannot write: No
+ * space left on device" and exit 2 come from tar as without the plugin.
+ */
+#define SPACE_MARGIN  (4ull << 20)
+static uint64_t devfree[MAX_DEVS];      /* bytes free at the last look */
+static uint64_t devpend[MAX_DEVS];      /* charged since that look */
+static uint64_t devbs[MAX_DEVS];        /* block size */
+static int devlooked[MAX_DEVS];         /* looked since the last flush */
 
 static struct {
 	uint64_t files, bytes, flushes, detached, syncfs;
@@ -1255,11 +1276,26 @@ static void resolve_extract(void)
 }
 
 
+/*
+ * Messages go where tar's stderr went, through our own copy of it: at
+ * exit tar has closed stderr already (and stdout: no fflush then).
+ */
+static int errfd = -1, exiting;
+
+static void say(const char *name, const char *what, int err)
+{
+	if (!exiting)
+		fflush(stdout);
+	if (errfd >= 0)
+		dprintf(errfd, "tar: %s%s%s: %s\n", name ? name : "", name ? ": " : "", what, strerror(err));
+	else
+		fprintf(stderr, "tar: %s%s%s: %s\n", name ? name : "", name ? ": " : "", what, strerror(err));
+	deferred_failed = 1;
+}
+
 static void report(const struct wfile *w, const char *what, int err)
 {
-	fflush(stdout);
-	fprintf(stderr, "tar: %s: %s: %s\n", w->name, what, strerror(err));
-	deferred_failed = 1;
+	say(w->name, what, err);
 }
 
 static int known_dev(dev_t dev)
@@ -1270,18 +1306,72 @@ static int known_dev(dev_t dev)
 	return 0;
 }
 
-static void note_dev(int fd, dev_t dev)
+/* The file system's index in devs[], or -1 (too many: its files go to libc). */
+static int note_dev(int fd, dev_t dev)
 {
 	unsigned i;
 	int d;
 
 	for (i = 0; i < ndevs; i++)
 		if (devs[i] == dev)
-			return;
+			return (int)i;
 	if (ndevs == MAX_DEVS || (d = real_dup(fd)) < 0)
-		return;
+		return -1;
 	devs[ndevs] = dev;
-	devfd[ndevs++] = d;
+	devfd[ndevs] = d;
+	devlooked[ndevs] = 0;
+	devpend[ndevs] = 0;
+	return (int)ndevs++;
+}
+
+static int look(unsigned i)
+{
+	struct statfs fs;
+
+	if (fstatfs(devfd[i], &fs) < 0 || fs.f_bsize <= 0)
+		return -1;
+	devbs[i] = (uint64_t)fs.f_bsize;
+	devfree[i] = (uint64_t)fs.f_bavail * (uint64_t)fs.f_bsize;
+	devpend[i] = 0;
+	devlooked[i] = 1;
+	return 0;
+}
+
+static int fits(unsigned i, uint64_t bytes)
+{
+	return devpend[i] + bytes + SPACE_MARGIN <= devfree[i];
+}
+
+static void flush_queue(void);
+
+/* Charge bytes to file system i; 0 if the queue cannot take them. */
+static int reserve(unsigned i, uint64_t bytes)
+{
+	if (!devlooked[i] && look(i) < 0)
+		return 0;
+	if (!fits(i, bytes)) {
+		flush_queue();
+		if (look(i) < 0 || !fits(i, bytes))
+			return 0;
+	}
+	devpend[i] += bytes;
+	return 1;
+}
+
+/* Blocks a file of n bytes holds. */
+static uint64_t blocks_of(unsigned i, uint64_t n)
+{
+	uint64_t bs = devbs[i] ? devbs[i] : 4096;
+
+	return (n + bs - 1) / bs * bs;
+}
+
+/* tar created something by name (a directory, a link): a block, everywhere. */
+static void charge_name(void)
+{
+	for (unsigned i = 0; i < ndevs; i++)
+		devpend[i] += devbs[i] ? devbs[i] : 4096;
+	dirty = 1;
 }
 
 /* Deferred metadata, in tar's order; failures reported as tar words them. */
@@ -1394,6 +1484,8 @@ static void flush_queue(void)
 	}
 	nq = kept;
 	queued_bytes = 0;
+	for (unsigned i = 0; i < ndevs; i++)
+		devlooked[i] = 0;       /* what was written shows in the next look */
 }
 
 /* tar does something to fd we do not defer: write it out, give it back. */
@@ -1450,7 +1542,7 @@ static int queue_add(struct wfile *w)
 	return 0;
 }
 
-static void exit_flush(void);
+static void exit_flush(int status, void *unused);
 
 static void start_extracting(void)
 {
@@ -1458,9 +1550,10 @@ static void start_extracting(void)
 		return;
 	extracting = 1;
 	dirty = 1;
-	/* Registered now, after tar's own atexit (close_stdout): runs first,
-	 * while stderr is open and tar's exit status can still be raised. */
-	atexit(exit_flush);
+	errfd = fcntl(2, F_DUPFD_CLOEXEC, 10);
+	/* Runs at tar's exit, with its status (tar has closed stdout and
+	 * stderr itself by then: messages go to errfd). */
+	on_exit(exit_flush, NULL);
 }
 
 /* tar opened path for writing, fd is the new file: capture it. */
@@ -1468,10 +1561,14 @@ static void capture(int fd, const char *path)
 {
 	struct wfile *w;
 	struct stat sb;
+	int di;
 
 	if (fd >= FDTAB_MAX || wtab[fd] || real_fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) ||
-	    sb.st_size != 0 || !(w = calloc(1, sizeof(*w))))
+	    sb.st_size != 0 || (di = note_dev(fd, sb.st_dev)) < 0)
 		return;
+	dirty = 1;
+	if (!reserve((unsigned)di, devbs[di] ? devbs[di] : 4096) || !(w = calloc(1, sizeof(*w))))
+		return;         /* little room left: tar writes it itself */
 	w->name = strdup(path);
 	if (!w->name || queue_add(w) < 0) {
 		wfile_free(w);
@@ -1480,8 +1577,7 @@ static void capture(int fd, const char *path)
 	w->fd = fd;
 	w->dev = sb.st_dev;
 	w->ino = sb.st_ino;
-	note_dev(fd, sb.st_dev);
-	dirty = 1;
+	w->di = (unsigned)di;
 	wtab[fd] = w;
 	xst.files++;
 }
@@ -1564,12 +1660,8 @@ static void final_flush(void)
 			int r = bfo_syncfs(devfd[i]);
 
 			xst.syncfs++;
-			if (r < 0) {
-				fflush(stdout);
-				fprintf(stderr, "tar: cannot commit the extracted files to disk: %s\n",
-					strerror(-r));
-				deferred_failed = 1;
-			}
+			if (r < 0)
+				say(NULL, "Cannot commit the extracted files to disk", -r);
 		}
 	}
 	if (!durability)
@@ -1585,14 +1677,49 @@ static void final_flush(void)
 		real_close(cwd);
 }
 
-static void exit_flush(void)
+/*
+ * tar closes a read-only fd that is not a directory while extracting: its
+ * archive (a file, a pipe from its compressor, stdin), so the members are
+ * all out.  Everything is written and committed here, while tar can still
+ * print what failed before its last words ("Exiting with failure status
+ * ...") and before its close of stdout/stderr (fclose, past our hooks).
+ */
+static void closing_archive(int fd)
 {
+	int saved, fl;
+	struct stat sb;
+
+	if (!xenter())
+		return;
+	saved = errno;
+	fl = fcntl(fd, F_GETFL);
+	if (fl >= 0 && (fl & O_ACCMODE) == O_RDONLY && real_fstat(fd, &sb) == 0 &&
+	    !S_ISDIR(sb.st_mode))
+		final_flush();
+	errno = saved;
+	leave();
+}
+
+/*
+ * At exit: what came after the archive's close (tar's delayed directory
+ * metadata and links) is committed.  If a deferred write failed (another
+ * process filled the disk after the free-space check, an I/O error), tar
+ * did not see it: its status becomes 2, with tar's last words if it did
+ * not say them itself (status 2 is the only one it says them for).
+ */
+static void exit_flush(int status, void *unused)
+{
+	(void)unused;
 	if (getpid() != owner_pid || !pthread_equal(pthread_self(), tar_thread))
 		return;
 	in_hook = 1;
+	exiting = 1;
 	final_flush();
 	in_hook = 0;
 	if (deferred_failed) {
+		if (status != 2 && errfd >= 0)
+			dprintf(errfd, "tar: %s\n",
+				dgettext("tar", "Exiting with failure status due to previous errors"));
 		fflush(NULL);
 		_exit(2);               /* tar's status for its own write errors */
 	}
@@ -1632,7 +1759,11 @@ EXPORT ssize_t write(int fd, const void *buf, size_t n)
 	if ((w = captured(fd)) && xenter()) {
 		int saved = errno, took = 0;
 
-		if (w->nm == 0 && w->written + w->len + n <= WFILE_MAX) {
+		uint64_t have = w->written + w->len;
+
+		if (w->nm == 0 && have + n <= WFILE_MAX &&
+		    reserve(w->di, blocks_of(w->di, have + n) - blocks_of(w->di, have)) &&
+		    wtab[fd] == w) {
 			if (w->len + n > w->cap) {
 				size_t nc = w->cap ? w->cap : 4096;
 				char *p;
@@ -1704,8 +1835,10 @@ EXPORT int utimensat(int dirfd, const char *path, const struct timespec ts[2], i
 			m.ts[0] = ts[0], m.ts[1] = ts[1];
 		if (defer_hook(dirfd, &m) == 0)
 			return 0;
-	} else if (path && nq && xenter()) {
+	} else if (path && extracting && xenter()) {
 		int saved = errno;
+
+		dirty = 1;      /* metadata by name: committed at exit too */
 
 		flush_if_pending(dirfd, path, (flags & AT_SYMLINK_NOFOLLOW) != 0);
 		errno = saved;
@@ -1737,6 +1870,8 @@ EXPORT int fchmod(int fd, mode_t mode)
 /* Name-based calls: flushed first when they reach a pending file. */
 static void by_name(int dirfd, const char *path, int flags)
 {
+	if (extracting)
+		dirty = 1;      /* metadata by name: committed at exit too */
 	if (nq && xenter()) {
 		int saved = errno;
 
@@ -1793,6 +1928,7 @@ EXPORT int linkat(int od, const char *op, int nd, const char *np, int flags)
 {
 	resolve();
 	flush_all_first();
+	note_extracting();
 	return real_linkat(od, op, nd, np, flags);
 }
 
@@ -1817,10 +1953,12 @@ EXPORT int unlinkat(int dirfd, const char *path, int flags)
 	return real_unlinkat(dirfd, path, flags);
 }
 
+/* tar creates something by name: extraction has begun; it takes room. */
 static void note_extracting(void)
 {
-	if (!extracting && xenter()) {
+	if (xenter()) {
 		start_extracting();
+		charge_name();
 		leave();
 	}
 }
@@ -2126,9 +2264,8 @@ __attribute__((constructor)) static void bfo_tar_init(void)
 		const char *dur = getenv("BFO_TAR_DURABILITY"), *x = getenv("BFO_TAR_EXTRACT");
 
 		durability = !(dur && strcmp(dur, "none") == 0);
-		/* Extraction through the plugin is not finished (see README):
-		 * off unless BFO_TAR_EXTRACT=on; off, tar -x is plain tar. */
-		extract_ok = x && strcmp(x, "on") == 0 && real_write && real_futimens &&
+		/* BFO_TAR_EXTRACT=off: tar -x is plain tar (the escape hatch). */
+		extract_ok = !(x && strcmp(x, "off") == 0) && real_write && real_futimens &&
 			     real_utimensat && real_fchown && real_fchmod && real_fchownat &&
 			     real_fchmodat && real_linkat && real_renameat && real_renameat2 &&
 			     real_unlinkat && real_mkdirat && real_symlinkat && real_fstat &&

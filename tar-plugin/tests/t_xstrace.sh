@@ -1,0 +1,32 @@
+#!/bin/bash
+# t_xstrace: with the plugin, tar -x no longer writes the files one by one:
+# tar's write() calls for the members' data are taken by the plugin and
+# the data goes out in a few batched submissions (io_uring_enter, or
+# pwrite64 where io_uring is missing), while the extracted tree (contents,
+# modes, owners, mtimes) is the same as plain tar's.
+. "$(dirname "$0")/lib.sh"
+command -v strace > /dev/null || { echo "skip: no strace"; exit 77; }
+strace -f -o /dev/null true 2> /dev/null || { echo "skip: strace cannot trace here"; exit 77; }
+cd "$W"
+N=2000
+mkdir -p t/a t/b t/c t/d
+for i in $(seq 1 $N); do head -c $((1000 + i % 5000)) /dev/urandom > "t/$(echo abcd | cut -c$((i % 4 + 1)))/f$i"; done
+chmod 600 t/a/f4; touch -d '2005-05-05 05:05:05' t/b/f1
+"$GNUTAR" -cf t.tar t
+mkdir p b
+TRACE=(strace -f -qq -e trace=write,pwrite64,pwritev,pwritev2,io_uring_enter -o)
+(cd p && "${TRACE[@]}" ../plain.tr "$GNUTAR" -xf ../t.tar) || fail "plain tar failed"
+(cd b && BFO_TAR_STATS=$W/st "${TRACE[@]}" ../bfo.tr -E LD_PRELOAD="$PLUGIN" "$GNUTAR" -xf ../t.tar) || fail "tar with the plugin failed"
+diff <(tree_sig p) <(tree_sig b) > sig.diff && pass "same tree (contents and metadata of $N files)" || { fail "trees differ"; head -5 sig.diff; }
+file_writes() {  # write() calls to files (not stdout/stderr) of every thread
+	grep -cE '^[0-9]+ +write\(([3-9]|[1-9][0-9]+),' "$1"
+}
+batched() { grep -cE '^[0-9]+ +(pwrite64|pwritev2?|io_uring_enter)\(' "$1"; }
+pw=$(file_writes plain.tr); bw=$(file_writes bfo.tr); bb=$(batched bfo.tr)
+echo "plain tar: $pw write() calls to files; with the plugin: $bw, plus $bb batched submissions ($(tail -1 st))"
+[ "$pw" -ge $N ] && pass "plain tar writes file by file ($pw writes)" || fail "plain tar made only $pw writes?"
+[ "$bw" -lt $((N / 20)) ] && pass "with the plugin: $bw write() calls to files" || fail "with the plugin still $bw write() calls"
+[ "$bb" -gt 0 ] && [ "$bb" -lt $((N / 4)) ] && pass "$bb batched submissions for $N files" || fail "$bb batched submissions for $N files"
+[ "$(stat_of st xfiles)" -ge $N ] && pass "the plugin took $(stat_of st xfiles) files in $(stat_of st xflushes) flushes" ||
+	fail "the plugin took only $(stat_of st xfiles) files"
+finish
