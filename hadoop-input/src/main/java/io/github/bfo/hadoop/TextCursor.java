@@ -32,7 +32,7 @@ import java.util.Map;
  * follow through Hadoop's deprecation table) are set in the task's
  * configuration, as CombineFileRecordReader does.
  */
-public final class TextCursor implements AutoCloseable {
+public final class TextCursor implements SplitCursor<LongWritable, Text> {
     private static final int STREAM_CHUNK = 64 * 1024;
 
     private final BatchFileSplit split;

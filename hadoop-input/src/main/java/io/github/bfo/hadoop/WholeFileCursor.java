@@ -17,7 +17,7 @@ import java.util.Map;
  * 2 GiB). Sets {@code mapreduce.map.input.file} per record, as
  * {@link TextCursor} does.
  */
-public final class WholeFileCursor implements AutoCloseable {
+public final class WholeFileCursor implements SplitCursor<Text, BytesWritable> {
     private final BatchFileSplit split;
     private final Configuration conf;
     private final CounterSink counters;

@@ -35,41 +35,8 @@ public class BatchFileInputFormat extends FileInputFormat<Text, BytesWritable> {
     @Override
     public RecordReader<Text, BytesWritable> getRecordReader(InputSplit split, JobConf job, Reporter reporter)
             throws IOException {
-        if (!(split instanceof BatchFileSplit)) {
-            throw new IOException("BatchFileInputFormat needs a BatchFileSplit, not " + split.getClass().getName());
-        }
+        BatchFileSplit batch = CursorRecordReader.batchSplit(split, "BatchFileInputFormat");
         reporter.setStatus(split.toString());
-        WholeFileCursor cursor = WholeFileCursor.open((BatchFileSplit) split, job, reporter);
-        return new RecordReader<>() {
-            @Override
-            public boolean next(Text key, BytesWritable value) throws IOException {
-                return cursor.next(key, value);
-            }
-
-            @Override
-            public Text createKey() {
-                return new Text();
-            }
-
-            @Override
-            public BytesWritable createValue() {
-                return new BytesWritable();
-            }
-
-            @Override
-            public long getPos() {
-                return cursor.bytesConsumed();
-            }
-
-            @Override
-            public void close() throws IOException {
-                cursor.close();
-            }
-
-            @Override
-            public float getProgress() {
-                return cursor.progress();
-            }
-        };
+        return new CursorRecordReader<>(WholeFileCursor.open(batch, job, reporter), Text::new, BytesWritable::new);
     }
 }

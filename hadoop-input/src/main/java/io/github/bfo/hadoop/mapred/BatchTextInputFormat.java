@@ -37,41 +37,8 @@ public class BatchTextInputFormat extends FileInputFormat<LongWritable, Text> {
     @Override
     public RecordReader<LongWritable, Text> getRecordReader(InputSplit split, JobConf job, Reporter reporter)
             throws IOException {
-        if (!(split instanceof BatchFileSplit)) {
-            throw new IOException("BatchTextInputFormat needs a BatchFileSplit, not " + split.getClass().getName());
-        }
+        BatchFileSplit batch = CursorRecordReader.batchSplit(split, "BatchTextInputFormat");
         reporter.setStatus(split.toString());
-        TextCursor cursor = TextCursor.open((BatchFileSplit) split, job, reporter);
-        return new RecordReader<>() {
-            @Override
-            public boolean next(LongWritable key, Text value) throws IOException {
-                return cursor.next(key, value);
-            }
-
-            @Override
-            public LongWritable createKey() {
-                return new LongWritable();
-            }
-
-            @Override
-            public Text createValue() {
-                return new Text();
-            }
-
-            @Override
-            public long getPos() {
-                return cursor.bytesConsumed();
-            }
-
-            @Override
-            public void close() throws IOException {
-                cursor.close();
-            }
-
-            @Override
-            public float getProgress() {
-                return cursor.progress();
-            }
-        };
+        return new CursorRecordReader<>(TextCursor.open(batch, job, reporter), LongWritable::new, Text::new);
     }
 }
