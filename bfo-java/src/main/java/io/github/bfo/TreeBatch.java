@@ -43,7 +43,7 @@ final class TreeBatch extends FileBatch {
     private List<Path> walkFiles = new ArrayList<>();
 
     /** Files sorted together by inode (the walk's sort buffer). */
-    static final int SORT_BUFFER = 65536;
+    static final int SORT_BUFFER = 0;   // libbfo's default (that of bfo read DIR)
 
     TreeBatch(BatchFileReader reader, List<Path> roots, boolean noFollow) {
         this.reader = reader;
