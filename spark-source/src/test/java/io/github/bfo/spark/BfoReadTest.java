@@ -260,8 +260,11 @@ class BfoReadTest extends SparkTestBase {
 
     @Test
     void sqlUsingBfo() {
-        // SELECT ... FROM bfo.`/dir` is refused by Spark itself for every non-FileFormat (V2) source
-        // (ResolveSQLOnFile); a temporary view or a table USING bfo is the SQL way
+        // SELECT ... FROM bfo.`/dir` through the path catalog (Spark's own ResolveSQLOnFile takes V1 FileFormats only)
+        spark.conf().set("spark.sql.catalog.bfo", BfoCatalog.class.getName());
+        assertSameRows(binaryFile(flat), spark.sql("SELECT * FROM bfo.`" + flat + "`"));
+        assertSameRows(binaryFile(parted).where("year = 2020"),
+                spark.sql("SELECT * FROM bfo.`" + parted + "` WHERE year = 2020"));
         spark.sql("CREATE TEMPORARY VIEW bfo_v USING bfo OPTIONS (path '" + flat + "')");
         assertSameRows(binaryFile(flat), spark.sql("SELECT * FROM bfo_v"));
         spark.sql("CREATE TABLE bfo_t USING bfo LOCATION '" + parted + "'");
