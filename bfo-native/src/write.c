@@ -1223,10 +1223,14 @@ BFO_API int bfo_writer_write(struct bfo_writer *w, struct bfo_wentry *e, unsigne
 	    !w->nstreams && w->ndeferred < DEFER_MAX_BATCHES)
 		defer = true;
 	if (w->o.durability != BFO_DURABILITY_NONE && !defer) {
-		if (syncfs(w->rootfd) < 0 && !w->first_err)
-			w->first_err = -errno;
+		/* Deferred batches lose their manifests only once durable. */
+		if (syncfs(w->rootfd) < 0) {
+			if (!w->first_err)
+				w->first_err = -errno;
+		} else {
+			release_deferred(w);
+		}
 		stat_add(&w->st.syncs, 1);
-		release_deferred(w);
 	}
 	if (b.temps) {
 		rename_pass(&b);
