@@ -280,7 +280,7 @@ _STATS_FIELDS = {
     "errors": r"(\d+) errors", "seconds": r"\bin ([\d.]+) s\b", "read_engine": r"read engine (\w+)",
     "engine": r"(?<!read )engine (\w+)", "batches": r"(\d+) batches", "syncs": r"(\d+) syncs",
     "clones": r"(\d+) clones", "manifest": r"manifest ([\d.]+)", "data": r"data ([\d.]+)",
-    "sync": r"\bsync ([\d.]+)"}
+    "sync": r"\bsync ([\d.]+)", "close": r"\bclose ([\d.]+)"}
 
 
 def _bfo_stats(prefix):
@@ -310,7 +310,7 @@ def _bfo_w_note(runs):
     for k in ("engine", "batches", "syncs", "clones"):
         if j.get(k) is not None and (k != "clones" or j[k]):
             out.append(f"{k}={j[k]}")
-    for k in ("data", "sync"):
+    for k in ("data", "sync", "close"):   # close: the shared syncfs of deferred batches
         if isinstance(j.get(k), float):
             out.append(f"{k}={j[k]:.2f}s")
     if j.get("errors"):

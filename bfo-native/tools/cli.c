@@ -11,7 +11,7 @@
 
 #include "bfo.h"
 
-static uint64_t now_ns(void)
+uint64_t cli_now_ns(void)
 {
 	struct timespec ts;
 
@@ -23,12 +23,12 @@ void cli_progress_init(struct cli_progress *p, const char *what, int enabled)
 {
 	p->enabled = enabled < 0 ? isatty(STDERR_FILENO) : enabled;
 	p->what = what;
-	p->t0 = p->last = now_ns();
+	p->t0 = p->last = cli_now_ns();
 }
 
 void cli_progress_tick(struct cli_progress *p, uint64_t files, uint64_t bytes, bool final)
 {
-	uint64_t t = now_ns();
+	uint64_t t = cli_now_ns();
 
 	if (!p->enabled || (!final && t - p->last < 250000000ull))
 		return;

@@ -35,6 +35,9 @@ int cli_write_opt(int opt, const char *arg, struct bfo_write_opts *wo);
  * "iB" or "B" after it).  Returns 0, or -1 when s is not one. */
 int cli_size(const char *s, uint64_t *out);
 
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t cli_now_ns(void);
+
 int cmd_cp(int argc, char **argv);
 int cmd_write(int argc, char **argv);
 int cmd_recover(int argc, char **argv);
