@@ -107,7 +107,7 @@ static void run(const char *dir, unsigned flags)
 
 int main(void)
 {
-	const char *dir;
+	char *dir;
 	struct bfo_fdwrite_entry bad = { .fd = -1 };
 	char path[4096];
 
@@ -132,5 +132,7 @@ int main(void)
 	run(dir, 0);
 	run(dir, BFO_FDWRITE_PORTABLE);
 	t_log("io_uring and pwrite paths: %u files each, bytes equal to read()", NFILES);
+	free(dir);
+	t_done();
 	return 0;
 }
