@@ -18,7 +18,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <time.h>
@@ -29,108 +28,7 @@
 #include <unistd.h>
 
 #include "t_helpers.h"
-
-struct run {
-	char *out, *err;
-	size_t out_len, err_len;
-	int status;             /* exit status, or 128 + signal */
-};
-
-static void run_free(struct run *r)
-{
-	free(r->out);
-	free(r->err);
-	memset(r, 0, sizeof(*r));
-}
-
-static void append(char **buf, size_t *len, const char *p, size_t n)
-{
-	char *b = realloc(*buf, *len + n + 1);
-
-	if (!b)
-		t_fail("out of memory");
-	memcpy(b + *len, p, n);
-	*len += n;
-	b[*len] = '\0';
-	*buf = b;
-}
-
-/* Run argv (argv[0] looked up in PATH) with `in` on stdin; capture both
- * outputs. */
-static void run(char *const *argv, const char *in, size_t in_len, struct run *r)
-{
-	int pin[2], pout[2], perr[2];
-	pid_t pid;
-
-	memset(r, 0, sizeof(*r));
-	append(&r->out, &r->out_len, "", 0);
-	append(&r->err, &r->err_len, "", 0);
-	if (pipe2(pin, O_CLOEXEC) || pipe2(pout, O_CLOEXEC) || pipe2(perr, O_CLOEXEC))
-		t_fail("pipe: %s", strerror(errno));
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	if (pid < 0)
-		t_fail("fork: %s", strerror(errno));
-	if (pid == 0) {
-		dup2(pin[0], 0);
-		dup2(pout[1], 1);
-		dup2(perr[1], 2);
-		execvp(argv[0], argv);
-		fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	close(pin[0]);
-	close(pout[1]);
-	close(perr[1]);
-	if (in_len) {
-		size_t done = 0;
-
-		while (done < in_len) {
-			ssize_t n = write(pin[1], in + done, in_len - done);
-
-			if (n < 0 && errno != EINTR)
-				break;
-			if (n > 0)
-				done += (size_t)n;
-		}
-	}
-	close(pin[1]);
-
-	struct pollfd pf[2] = { { pout[0], POLLIN, 0 }, { perr[0], POLLIN, 0 } };
-	int open_fds = 2;
-	char buf[65536];
-
-	while (open_fds) {
-		if (poll(pf, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			t_fail("poll: %s", strerror(errno));
-		}
-		for (int i = 0; i < 2; i++) {
-			if (pf[i].fd < 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			ssize_t n = read(pf[i].fd, buf, sizeof(buf));
-
-			if (n > 0) {
-				if (i == 0)
-					append(&r->out, &r->out_len, buf, (size_t)n);
-				else
-					append(&r->err, &r->err_len, buf, (size_t)n);
-			} else if (n == 0 || errno != EINTR) {
-				close(pf[i].fd);
-				pf[i].fd = -1;
-				open_fds--;
-			}
-		}
-	}
-	int st;
-
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			t_fail("waitpid: %s", strerror(errno));
-	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
+#include "t_wutil.h"
 
 /* ------------------------------------------------------------ lines */
 
@@ -370,12 +268,12 @@ static void add_expected(char *p)
 static char *xxh128sum_of(char **paths, int n)
 {
 	char **argv = calloc((size_t)n + 2, sizeof(*argv));
-	struct run r;
+	struct tw_run r;
 
 	argv[0] = "xxh128sum";
 	for (int i = 0; i < n; i++)
 		argv[i + 1] = paths[i];
-	run(argv, NULL, 0, &r);
+	tw_run(&r, NULL, 0, (uid_t)-1, (gid_t)-1, argv);
 	free(argv);
 	if (r.status)
 		t_fail("xxh128sum exit %d: %s", r.status, r.err);
@@ -385,13 +283,13 @@ static char *xxh128sum_of(char **paths, int n)
 
 static void check_read(char *const *argv, const char *want, const char *msg)
 {
-	struct run r;
+	struct tw_run r;
 
-	run(argv, NULL, 0, &r);
+	tw_run(&r, NULL, 0, (uid_t)-1, (gid_t)-1, argv);
 	if (r.status != 0)
 		t_fail("[%s] exit %d, stderr: %s", msg, r.status, r.err);
 	expect_same_lines(r.out, want, msg);
-	run_free(&r);
+	tw_run_free(&r);
 	t_log("%s: ok", msg);
 }
 
@@ -501,13 +399,13 @@ int main(void)
 		char *argv[] = { (char *)bfo, "read", "--checksum", files[0], missing, files[1], NULL };
 		char *good[2] = { files[0], files[1] };
 		char *w = xxh128sum_of(good, 2);
-		struct run r;
+		struct tw_run r;
 
-		run(argv, NULL, 0, &r);
+		tw_run(&r, NULL, 0, (uid_t)-1, (gid_t)-1, argv);
 		T_ASSERT(r.status == 1, "missing path: exit %d, expected 1 (stderr: %s)", r.status, r.err);
 		T_ASSERT(strstr(r.err, missing) != NULL, "stderr does not name %s: '%s'", missing, r.err);
 		expect_same_lines(r.out, w, "missing path among good ones");
-		run_free(&r);
+		tw_run_free(&r);
 		free(w);
 		free(missing);
 		t_log("a missing path: exit 1, named on stderr: ok");
@@ -526,12 +424,12 @@ int main(void)
 		};
 
 		for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++) {
-			struct run r;
+			struct tw_run r;
 
-			run(u[i].argv, NULL, 0, &r);
+			tw_run(&r, NULL, 0, (uid_t)-1, (gid_t)-1, u[i].argv);
 			T_ASSERT(r.status == 2, "%s: exit %d, expected 2", u[i].what, r.status);
 			T_ASSERT(r.err_len > 0, "%s: nothing on stderr", u[i].what);
-			run_free(&r);
+			tw_run_free(&r);
 		}
 		t_log("usage errors exit 2: ok");
 	}
@@ -544,7 +442,7 @@ int main(void)
 		char *w = xxh128sum_of(sel, 4);
 		char *argv0[] = { (char *)bfo, "read", "-0", "--checksum", "-", NULL };
 		char *argvn[] = { (char *)bfo, "read", "--checksum", "-", NULL };
-		struct run r;
+		struct tw_run r;
 
 		for (int i = 0; i < 4; i++) {
 			size_t l = strlen(sel[i]) + 1;
@@ -552,17 +450,17 @@ int main(void)
 			memcpy(in + n, sel[i], l);
 			n += l;
 		}
-		run(argv0, in, n, &r);
+		tw_run(&r, in, n, (uid_t)-1, (gid_t)-1, argv0);
 		T_ASSERT(r.status == 0, "-0 stdin: exit %d: %s", r.status, r.err);
 		expect_same_lines(r.out, w, "read -0 --checksum -");
-		run_free(&r);
+		tw_run_free(&r);
 		for (size_t i = 0; i < n; i++)
 			if (in[i] == '\0')
 				in[i] = '\n';
-		run(argvn, in, n, &r);
+		tw_run(&r, in, n, (uid_t)-1, (gid_t)-1, argvn);
 		T_ASSERT(r.status == 0, "newline stdin: exit %d: %s", r.status, r.err);
 		expect_same_lines(r.out, w, "read --checksum - (newline-separated)");
-		run_free(&r);
+		tw_run_free(&r);
 		/* the brief's own example: relative names from printf 'a\0b\0' */
 		snprintf(tmp, sizeof(tmp), "cd '%s' && printf 'a00\\0sub/b01\\0' | '%s' read --no-progress -0 --checksum - "
 			 "> '%s/stdin.out' && xxh128sum a00 sub/b01 2>/dev/null | sort > '%s/stdin.want'", dir, bfo, base, base);
@@ -577,9 +475,9 @@ int main(void)
 	/* 5. --json */
 	{
 		char *argv[] = { (char *)bfo, "read", "--json", dir, NULL };
-		struct run r;
+		struct tw_run r;
 
-		run(argv, NULL, 0, &r);
+		tw_run(&r, NULL, 0, (uid_t)-1, (gid_t)-1, argv);
 		T_ASSERT(r.status == 0, "--json: exit %d: %s", r.status, r.err);
 		T_ASSERT(r.out_len > 0 && r.out[r.out_len - 1] == '\n', "--json: output does not end a line");
 		r.out[r.out_len - 1] = '\0';
@@ -606,7 +504,7 @@ int main(void)
 		T_ASSERT(!strncmp(e, "\"raw\"", 5) || !strncmp(e, "\"uring\"", 7) ||
 			 !strncmp(e, "\"portable\"", 10), "--json: engine %.20s", e);
 		t_log("--json: ok (%s)", last);
-		run_free(&r);
+		tw_run_free(&r);
 	}
 
 	/* 6. plan, --no-follow */
@@ -615,25 +513,25 @@ int main(void)
 		char *link = t_path(dir, "filelink");
 		char *a2[] = { (char *)bfo, "read", "--no-follow", "--checksum", link, files[0], NULL };
 		char *a3[] = { (char *)bfo, "read", "--no-follow", "--checksum", dir, NULL };
-		struct run r;
+		struct tw_run r;
 
-		run(a1, NULL, 0, &r);
+		tw_run(&r, NULL, 0, (uid_t)-1, (gid_t)-1, a1);
 		T_ASSERT(r.status == 0, "plan DIR: exit %d: %s", r.status, r.err);
-		run_free(&r);
-		run(a2, NULL, 0, &r);
+		tw_run_free(&r);
+		tw_run(&r, NULL, 0, (uid_t)-1, (gid_t)-1, a2);
 		T_ASSERT(r.status == 1, "--no-follow with a symlink named: exit %d, expected 1", r.status);
 		T_ASSERT(strstr(r.err, link) != NULL, "--no-follow: stderr does not name the link: %s", r.err);
 		char *w = xxh128sum_of(files, 1);
 
 		expect_same_lines(r.out, w, "--no-follow: the regular file is still read");
 		free(w);
-		run_free(&r);
+		tw_run_free(&r);
 		/* in a walk, --no-follow skips the link */
 		w = xxh128sum_of(files, nfiles - 1);
-		run(a3, NULL, 0, &r);
+		tw_run(&r, NULL, 0, (uid_t)-1, (gid_t)-1, a3);
 		T_ASSERT(r.status == 0, "--no-follow DIR: exit %d: %s", r.status, r.err);
 		expect_same_lines(r.out, w, "read --no-follow --checksum DIR (links skipped)");
-		run_free(&r);
+		tw_run_free(&r);
 		free(w);
 		free(link);
 		t_log("plan, --no-follow: ok");
@@ -646,28 +544,28 @@ int main(void)
 		char *a2[] = { (char *)bfo, "read", "--stats", dir, NULL };
 		char *a3[] = { (char *)bfo, "read", "--checksum", fifo, files[0], NULL };
 		char *a4[] = { (char *)bfo, "read", "--stop-on-error", "--checksum", missing, dir, NULL };
-		struct run r;
+		struct tw_run r;
 
-		run(a1, NULL, 0, &r);
+		tw_run(&r, NULL, 0, (uid_t)-1, (gid_t)-1, a1);
 		T_ASSERT(r.status == 0 && r.out_len == 0, "--metadata-only --checksum: exit %d, %zu bytes out",
 			 r.status, r.out_len);
-		run_free(&r);
-		run(a2, NULL, 0, &r);
+		tw_run_free(&r);
+		tw_run(&r, NULL, 0, (uid_t)-1, (gid_t)-1, a2);
 		T_ASSERT(r.status == 0 && r.err_len > 0 && r.out_len == 0, "--stats: exit %d, %zu bytes err",
 			 r.status, r.err_len);
-		run_free(&r);
+		tw_run_free(&r);
 		t_watchdog(60, "bfo read of a FIFO (must not block)");
-		run(a3, NULL, 0, &r);
+		tw_run(&r, NULL, 0, (uid_t)-1, (gid_t)-1, a3);
 		T_ASSERT(r.status == 1 && strstr(r.err, fifo), "FIFO named: exit %d, stderr %s", r.status, r.err);
 		char *w = xxh128sum_of(files, 1);
 
 		expect_same_lines(r.out, w, "a FIFO named with a file");
 		free(w);
-		run_free(&r);
-		run(a4, NULL, 0, &r);
+		tw_run_free(&r);
+		tw_run(&r, NULL, 0, (uid_t)-1, (gid_t)-1, a4);
 		T_ASSERT(r.status == 1 && strstr(r.err, missing), "--stop-on-error: exit %d, stderr %s",
 			 r.status, r.err);
-		run_free(&r);
+		tw_run_free(&r);
 		t_watchdog(0, NULL);
 		free(fifo);
 		free(missing);
@@ -712,7 +610,7 @@ int main(void)
 	{
 		char *d2 = t_path(base, "esc");
 		char *names[2];
-		struct run r, m;
+		struct tw_run r, m;
 
 		mkdir(d2, 0755);
 		names[0] = t_pathf("%s/back\\slash", d2);
@@ -724,9 +622,9 @@ int main(void)
 		char *md5[] = { "md5sum", names[0], names[1], NULL };
 		char *raw = xxh128sum_of(names, 2);
 
-		run(argv, NULL, 0, &r);
+		tw_run(&r, NULL, 0, (uid_t)-1, (gid_t)-1, argv);
 		T_ASSERT(r.status == 0, "escaped names: exit %d: %s", r.status, r.err);
-		run(md5, NULL, 0, &m);
+		tw_run(&m, NULL, 0, (uid_t)-1, (gid_t)-1, md5);
 		T_ASSERT(m.status == 0, "md5sum: %s", m.err);
 
 		struct lines b = split_sorted(r.out), c = split_sorted(m.out);
@@ -754,8 +652,8 @@ int main(void)
 		}
 		lines_free(&b);
 		lines_free(&c);
-		run_free(&r);
-		run_free(&m);
+		tw_run_free(&r);
+		tw_run_free(&m);
 		free(raw);
 		free(names[0]);
 		free(names[1]);

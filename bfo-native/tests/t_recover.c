@@ -287,28 +287,6 @@ static void expect_file(const struct batch *b, unsigned i, bool present, const c
 	close(rfd);
 }
 
-static int manifests(const char *root, char *first, size_t len)
-{
-	char buf[4096];
-	int m = 0;
-
-	if (len)
-		first[0] = '\0';
-	tw_list_prefix(tw_fmt("%s/.bfo-journal", root), "", buf, sizeof(buf));
-	for (char *s = buf, *save = NULL, *t; (t = strtok_r(s, "\n", &save)); s = NULL) {
-		size_t k = strlen(t);
-
-		/* Batch manifests (b-*.m); a file arriving in pieces also has a
-		 * record of its own (s-*.m) for as long as it is unfinished. */
-		if (k > 2 && !strcmp(t + k - 2, ".m") && !strncmp(t, "b-", 2)) {
-			if (!m && len)
-				snprintf(first, len, "%s/.bfo-journal/%s", root, t);
-			m++;
-		}
-	}
-	return m;
-}
-
 static void no_leftovers(const char *root, const char *what)
 {
 	char msg[2048];
@@ -352,7 +330,7 @@ static void scenario_torn(void *arg)
 
 	T_ASSERT(stat(tw_fmt("%s/a/f020", root), &st) == 0 && st.st_size == 3000,
 		 "precondition: a/f020 is not torn as arranged");
-	T_ASSERT(manifests(root, m, sizeof(m)) == 1, "precondition: no manifest");
+	T_ASSERT(tw_manifests(root, m, sizeof(m)) == 1, "precondition: no manifest");
 	for (unsigned i = 0; i < 20; i++)
 		if (i != 5)
 			T_ASSERT(stat(tw_fmt("%s/a/f%03u", root, i), &st) == 0 && st.st_size == FSZ,
@@ -466,7 +444,7 @@ static void scenario_synced(void *arg)
 	stop.kind = S_SYNCFS;
 	start_parked(synced_batch, &b);
 	kill_parked();
-	T_ASSERT(manifests(root, NULL, 0) == 1, "precondition: no manifest at the sync");
+	T_ASSERT(tw_manifests(root, NULL, 0) == 1, "precondition: no manifest at the sync");
 	ino_t ino[10];
 	struct stat st;
 
@@ -510,7 +488,7 @@ static void scenario_locked(void *arg)
 	stop.partial = 3000;
 	start_parked(write_batch, &b);
 	/* alive and parked: it holds the manifest's lock */
-	T_ASSERT(manifests(root, m, sizeof(m)) == 1, "precondition: no manifest");
+	T_ASSERT(tw_manifests(root, m, sizeof(m)) == 1, "precondition: no manifest");
 	struct tw_snap *s = tw_snapshot(root);
 	int ret = bfo_journal_recover(root, &rs);
 
@@ -557,7 +535,7 @@ static void scenario_badmanifest(void *arg)
 	stop.partial = 3000;
 	start_parked(write_batch, &b);
 	kill_parked();
-	T_ASSERT(manifests(root, m, sizeof(m)) == 1 && stat(m, &st) == 0, "precondition: no manifest");
+	T_ASSERT(tw_manifests(root, m, sizeof(m)) == 1 && stat(m, &st) == 0, "precondition: no manifest");
 	if (truncate(m, st.st_size / 2) < 0)
 		t_fail("truncate: %s", strerror(errno));
 	t_fill_random(junk, sizeof(junk), 5);
@@ -692,7 +670,7 @@ static void scenario_pieces(void *arg)
 		kill_parked();
 		T_ASSERT(tw_list_prefix(tw_fmt("%s/p", root), ".bfo-tmp.", l, sizeof(l)) == 1,
 			 "precondition: no temporary");
-		T_ASSERT(manifests(root, NULL, 0) == (k == 1), "precondition: manifests");
+		T_ASSERT(tw_manifests(root, NULL, 0) == (k == 1), "precondition: manifests");
 		bfo_journal_recover(root, NULL);
 		TW_CHECK(!tw_exists(tw_fmt("%s/p/big", root)), "the unfinished file exists");
 		int n = tw_list_prefix(tw_fmt("%s/p", root), ".bfo-tmp.", l, sizeof(l));
@@ -778,7 +756,7 @@ static void scenario_stem(void *arg)
 		T_ASSERT(stat(tw_fmt("%s/s/f008", root), &st) == 0 && st.st_size == 3 * 4096,
 			 "precondition: s/f008 does not hold just its cloned blocks (size %lld)",
 			 (long long)st.st_size);
-		T_ASSERT(manifests(root, m, sizeof(m)) == 1, "precondition: no manifest");
+		T_ASSERT(tw_manifests(root, m, sizeof(m)) == 1, "precondition: no manifest");
 		T_ASSERT(tw_list_prefix(tw_fmt("%s/.bfo-journal", root), "", l, sizeof(l)) == 2 &&
 			 strstr(l, ".stem"), "precondition: no stem (%s)", l);
 		if (k == 1) {
@@ -845,7 +823,7 @@ static void scenario_same_tick(void *arg)
 		t_write_bytes(tw_fmt("%s/t/f1", root), "made just before the batch", 26);
 		start_parked(write_batch, &b);
 		kill_parked();
-		T_ASSERT(manifests(root, m, sizeof(m)) == 1, "precondition: no manifest");
+		T_ASSERT(tw_manifests(root, m, sizeof(m)) == 1, "precondition: no manifest");
 		T_ASSERT(statx(AT_FDCWD, tw_fmt("%s/t/f1", root), 0, STATX_BTIME | STATX_INO, &px) == 0 &&
 			 statx(AT_FDCWD, m, 0, STATX_BTIME, &mx) == 0, "statx");
 		T_ASSERT(t_read_plain(tw_fmt("%s/t/f1", root), &before, &bl) == 0, "read");
@@ -909,7 +887,7 @@ static void scenario_ctime(void *arg)
 	stop.partial = 1000;
 	start_parked(write_batch, &b);
 	kill_parked();
-	T_ASSERT(manifests(root, m, sizeof(m)) == 1 && stat(m, &man_st) == 0, "precondition: no manifest");
+	T_ASSERT(tw_manifests(root, m, sizeof(m)) == 1 && stat(m, &man_st) == 0, "precondition: no manifest");
 	t_log("ctime: the file before the batch has ctime %lld.%09ld, the manifest %lld.%09ld%s",
 	      (long long)pre_st.st_ctim.tv_sec, pre_st.st_ctim.tv_nsec, (long long)man_st.st_ctim.tv_sec,
 	      man_st.st_ctim.tv_nsec, pre_st.st_ctim.tv_sec == man_st.st_ctim.tv_sec ? " (same second)" : "");
