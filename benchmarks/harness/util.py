@@ -1,6 +1,7 @@
 """Small shared helpers: logging, child processes that can always be stopped,
 signal handling, cache dropping, size parsing and formatting."""
 
+import hashlib
 import os
 import signal
 import statistics
@@ -235,3 +236,15 @@ def md_table(headers, rows, align=None):
     sep = "| " + " | ".join(("-" * widths[i]) if align[i] == "l" else ("-" * (widths[i] - 1) + ":")
                            for i in range(cols)) + " |"
     return "\n".join([line(cells[0]), sep] + [line(r) for r in cells[1:]])
+
+
+def sha256_file(path):
+    """SHA-256 of a file's bytes, hex (read in 1 MiB blocks)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            b = f.read(1 << 20)
+            if not b:
+                break
+            h.update(b)
+    return h.hexdigest()

@@ -33,17 +33,6 @@ def walk_files(set_dir):
     return out
 
 
-def _sha256_file(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while True:
-            b = f.read(1 << 20)
-            if not b:
-                break
-            h.update(b)
-    return h.hexdigest()
-
-
 def normalize(path, set_dir):
     """A path printed by a tool -> path relative to the set directory."""
     p = os.path.normpath(path)
@@ -128,7 +117,7 @@ class References:
             # hashlib and file reads release the GIL: threads make a cold pass several times faster
             ex = concurrent.futures.ThreadPoolExecutor(max_workers=8)
             try:
-                hashes = list(ex.map(_sha256_file, files))
+                hashes = list(ex.map(util.sha256_file, files))
             finally:   # on Ctrl-C, do not wait for the queued files
                 ex.shutdown(wait=True, cancel_futures=True)
             self._sha = {normalize(p, self.set_dir): h for p, h in zip(files, hashes)}

@@ -19,25 +19,15 @@
 """
 
 import concurrent.futures
-import hashlib
 import os
 import stat
 from pathlib import Path
 
+from . import util
+
 
 LEFTOVER_PREFIXES = (".bfo-",)     # .bfo-journal, .bfo-tmp.*, stems: bfo's own names
 EXTRAS_DIR = "zz-meta"
-
-
-def _sha256_file(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while True:
-            b = f.read(1 << 20)
-            if not b:
-                break
-            h.update(b)
-    return h.hexdigest()
 
 
 def _type(mode):
@@ -78,7 +68,7 @@ def listing(top, hashes=False):
         files = sorted(k for k, v in out.items() if v["type"] == "f")
         ex = concurrent.futures.ThreadPoolExecutor(max_workers=8)
         try:
-            for rel, h in zip(files, ex.map(lambda r: _sha256_file(os.path.join(top, r)), files)):
+            for rel, h in zip(files, ex.map(lambda r: util.sha256_file(os.path.join(top, r)), files)):
                 out[rel]["sha256"] = h
         finally:
             ex.shutdown(wait=True, cancel_futures=True)
