@@ -137,6 +137,7 @@ final class BfoNative {
     static native int bfo_walk_start(PointerByReference w, Pointer root, long sortFiles, int flags);
     static native long bfo_walk_next(Pointer w, Pointer buf, long len);
     static native int bfo_walk_failure(Pointer w, Pointer buf, long len, IntByReference status);
+    static native int bfo_walk_stats(Pointer w, Pointer stats);
     static native void bfo_walk_destroy(Pointer w);
 
     /** void (*error)(void *arg, const char *path, int status) */

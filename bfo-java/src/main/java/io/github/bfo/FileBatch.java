@@ -78,6 +78,19 @@ public abstract class FileBatch implements Iterator<FileData>, Iterable<FileData
      */
     public abstract ReadStats stats();
 
+    /**
+     * Entries of a tree read ({@link BatchFileReader#readTree}) that were
+     * neither delivered nor directories: special files, symbolic links to
+     * directories, dangling links, and links under {@code noFollow}. A caller
+     * whose own listing treats such entries differently (as Hadoop's local
+     * file system does) can tell that the tree held some. Counted as the
+     * walk meets them: final once {@link #hasNext()} returned false. Always
+     * 0 for a batch of paths.
+     */
+    public long skippedEntries() {
+        return 0;
+    }
+
     final boolean isClosed() {
         return closed || readerClosed();
     }

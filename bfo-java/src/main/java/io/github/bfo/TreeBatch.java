@@ -35,6 +35,7 @@ final class TreeBatch extends FileBatch {
     private long base;                 // indices of earlier levels (and delivered listing failures)
     private long submitted;            // paths handed to the current level
     private long skipped;              // directories and special files met (not delivered)
+    private long skippedEntries;       // of those, the non-directories (see FileBatch#skippedEntries)
     private ReadStats stats;
     // walker mode (libbfo loaded): files in inode order from libbfo's walk, no Java stat
     private final boolean walk;
@@ -125,6 +126,7 @@ final class TreeBatch extends FileBatch {
                     for (TreeWalker.Failure f : walker.takeFailures()) {
                         failures.add(failed(f.dir, Errno.generic(f.status, f.dir.toString(), null)));
                     }
+                    skippedEntries += walker.skipped();
                     walker.close();
                     walker = null;
                 }
@@ -136,12 +138,15 @@ final class TreeBatch extends FileBatch {
                 skipped++;
                 if (!Files.isSymbolicLink(f.path())) {
                     nextDirs.add(f.path());
+                } else {
+                    skippedEntries++;
                 }
                 continue;
             }
             if (st == -Errno.EINVAL || (st == -Errno.ELOOP && (f.mode() & 0170000) == 0120000)
                     || (st == -Errno.ENOENT && Files.isSymbolicLink(f.path()))) {
                 skipped++;
+                skippedEntries++;
                 continue;   // special files; symbolic links under noFollow; dangling symbolic links
             }
             f.setIndex(base + f.index());
@@ -243,6 +248,11 @@ final class TreeBatch extends FileBatch {
         return new ReadStats(s.engine(), s.engines(), s.files() - k, s.filesOk(), s.filesFailed() - k, s.bytes(),
                 s.deviceBytes(), s.ios(), s.regions(), s.extents(), s.gapBytes(), s.fallbackFiles(), s.windows(),
                 s.metadataTime(), s.dataTime(), s.totalTime(), s.filesByEngine());
+    }
+
+    @Override
+    public long skippedEntries() {
+        return skippedEntries;
     }
 
     @Override

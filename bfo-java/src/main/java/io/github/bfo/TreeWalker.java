@@ -31,6 +31,8 @@ final class TreeWalker implements Iterator<Path>, AutoCloseable {
     /** Bytes of paths fetched per native call. */
     private static final int PATH_BUFFER = 1 << 20;
     private static final int FAILURE_PATH_MAX = 1 << 16;
+    /** struct bfo_walk_stats: files, skipped, failures, reserved[5] (uint64 each). */
+    private static final int WALK_STATS_SIZE = 8 * 8, WALK_STATS_SKIPPED = 8;
 
     /** A directory that could not be listed. */
     static final class Failure {
@@ -53,12 +55,18 @@ final class TreeWalker implements Iterator<Path>, AutoCloseable {
     private Pointer walk;
     private Path root;        // of the walk in progress
     private boolean closed;
+    private long skipped;     // of the walks ended so far
 
     TreeWalker(List<Path> dirs, List<Path> files, int sortFiles, boolean skipLinks) {
         this.files = new ArrayDeque<>(files);
         this.dirs = new ArrayDeque<>(dirs);
         this.sortFiles = sortFiles;
         this.flags = skipLinks ? BfoNative.WALK_NOFOLLOW : 0;
+    }
+
+    /** Special files, links to directories and dangling links the ended walks met (not handed out). */
+    long skipped() {
+        return skipped;
     }
 
     /** Directories that could not be listed (taken once). */
@@ -121,10 +129,18 @@ final class TreeWalker implements Iterator<Path>, AutoCloseable {
         while (BfoNative.bfo_walk_failure(walk, path, FAILURE_PATH_MAX, st) == 1) {
             failures.add(new Failure(PathBytes.toPath(path.getByteArray(0, (int) strlen(path))), st.getValue()));
         }
+        countSkipped();
         BfoNative.bfo_walk_destroy(walk);
         walk = null;
         if (status < 0) {
             failures.add(new Failure(root, status));
+        }
+    }
+
+    private void countSkipped() {
+        try (Memory st = new Memory(WALK_STATS_SIZE)) {
+            BfoNative.bfo_walk_stats(walk, st);
+            skipped += st.getLong(WALK_STATS_SKIPPED);
         }
     }
 

@@ -466,6 +466,7 @@ class ReadTest {
             }
             assertEquals(want.size(), b.stats().files(), b.stats().toString());
             assertEquals(0, b.stats().filesFailed());
+            assertEquals(3, b.skippedEntries(), "linkdir, dangling and fifo");
         }
         // a file as a root, and a missing root
         try (BatchFileReader r = builder().build(); FileBatch b = r.readTree(files.get(0), missing)) {

@@ -22,15 +22,18 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * (the one binaryFile and text use): globs in paths, pathGlobFilter,
  * recursiveFileLookup, modifiedBefore/After, hidden files, key=value
  * partition directories and their type inference all behave as in Spark's
- * file sources.
+ * file sources. The index's listing of local directories is served by
+ * {@link BfoLeafFiles} (option listing=native, the default).
  */
 final class BfoFileListing {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     final List<String> paths;
     final InMemoryFileIndex index;
+    /** The native listing offered to the index, or null with listing=spark. */
+    final BfoLeafFiles leafFiles;
 
-    BfoFileListing(SparkSession spark, CaseInsensitiveStringMap options) {
+    BfoFileListing(SparkSession spark, CaseInsensitiveStringMap options, BfoOptions bfoOptions) {
         this.paths = paths(options);
         if (paths.isEmpty()) {
             throw new IllegalArgumentException("bfo: no path given: spark.read.format(\"bfo\").load(\"/some/dir\")");
@@ -50,8 +53,10 @@ final class BfoFileListing {
                         + " is on '" + scheme + "': use format(\"binaryFile\") for other file systems");
             }
         }
-        this.index = new InMemoryFileIndex(spark, roots, scalaOptions, scala.Option.empty(),
-                FileStatusCache.getOrCreate(spark), scala.Option.empty(), scala.Option.empty());
+        this.leafFiles = bfoOptions.nativeListing ? new BfoLeafFiles(bfoOptions, hadoopConf) : null;
+        FileStatusCache cache = leafFiles != null ? leafFiles : FileStatusCache.getOrCreate(spark);
+        this.index = new InMemoryFileIndex(spark, roots, scalaOptions, scala.Option.empty(), cache,
+                scala.Option.empty(), scala.Option.empty());
     }
 
     static List<String> paths(CaseInsensitiveStringMap options) {

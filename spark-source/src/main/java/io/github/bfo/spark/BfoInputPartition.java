@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 package io.github.bfo.spark;
 
+import java.util.IdentityHashMap;
+import java.util.Map;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.execution.datasources.PartitionedFile;
@@ -9,22 +11,37 @@ import org.apache.spark.sql.execution.datasources.PartitionedFile;
 final class BfoInputPartition implements InputPartition {
     private static final long serialVersionUID = 1L;
 
-    final String[] paths;            // Hadoop path strings as listed ("file:/...")
+    final String[] paths;            // Hadoop path strings as listed ("file:/..."), the path column
     final long[] lengths;
     final InternalRow[] partitionValues;
     private final String[] hosts;
 
-    BfoInputPartition(PartitionedFile[] files, String[] hosts) {
+    /** names: per file, its Hadoop path string (taken from the listing, not parsed again). */
+    BfoInputPartition(PartitionedFile[] files, String[] hosts, Map<PartitionedFile, String> names) {
         int n = files.length;
         paths = new String[n];
         lengths = new long[n];
         partitionValues = new InternalRow[n];
+        // one copy per partition directory, shared by its files (serialized once per task, not once per file)
+        Map<InternalRow, InternalRow> copies = new IdentityHashMap<>();
         for (int i = 0; i < n; i++) {
-            paths[i] = files[i].toPath().toString();
+            paths[i] = names.get(files[i]);
             lengths[i] = files[i].fileSize();
-            partitionValues[i] = files[i].partitionValues().copy();
+            partitionValues[i] = copies.computeIfAbsent(files[i].partitionValues(), InternalRow::copy);
         }
         this.hosts = hosts;
+    }
+
+    /**
+     * The local path of file i: a local Hadoop path's string is "file:" and the decoded path (Path.toString),
+     * so the listing's string gives it without parsing; anything else is parsed.
+     */
+    java.nio.file.Path localPath(int i) {
+        String p = paths[i];
+        if (p.startsWith("file:/") && !p.startsWith("file://")) {
+            return java.nio.file.Paths.get(p.substring("file:".length()));
+        }
+        return java.nio.file.Paths.get(new org.apache.hadoop.fs.Path(p).toUri().getPath());
     }
 
     @Override

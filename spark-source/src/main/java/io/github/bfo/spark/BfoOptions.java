@@ -35,6 +35,12 @@ public final class BfoOptions implements Serializable {
     public static final String MAX_LENGTH_CONF = "spark.sql.sources.binaryFile.maxLength";
     /** At most this many files per input partition (on top of spark.sql.files.maxPartitionBytes packing). */
     public static final String MAX_FILES_PER_PARTITION = "maxFilesPerPartition";
+    /**
+     * How local directories are listed: native (default: libbfo's parallel walk and one metadata-only batch,
+     * falling back to Spark's listing where the result could differ; see BfoLeafFiles) or spark (Spark's
+     * InMemoryFileIndex listing, as binaryFile).
+     */
+    public static final String LISTING = "listing";
     /** bfo-java engine: auto, raw, uring, portable, java. */
     public static final String ENGINE = "engine";
     /** bfo-java read order: auto, inode, physical. */
@@ -55,6 +61,7 @@ public final class BfoOptions implements Serializable {
     final String lineSep;          // null: \n, \r\n or \r
     final boolean ignoreCorruptFiles;
     final boolean ignoreMissingFiles;
+    final boolean nativeListing;
     final long maxLength;
     final int maxFilesPerPartition;
     final BatchFileReader.Engine engine;
@@ -87,6 +94,12 @@ public final class BfoOptions implements Serializable {
         lineSep = sep;
         ignoreCorruptFiles = o.getBoolean(IGNORE_CORRUPT_FILES, conf.ignoreCorruptFiles());
         ignoreMissingFiles = o.getBoolean(IGNORE_MISSING_FILES, conf.ignoreMissingFiles());
+        String listing = o.getOrDefault(LISTING, "native").toLowerCase(Locale.ROOT);
+        if (!listing.equals("native") && !listing.equals("spark")) {
+            throw new IllegalArgumentException("bfo: option listing must be native or spark, not '" + o.get(LISTING)
+                    + "'");
+        }
+        nativeListing = listing.equals("native");
         long confMax = Long.parseLong(conf.getConfString(MAX_LENGTH_CONF, String.valueOf(Integer.MAX_VALUE)));
         maxLength = positive(o, MAX_LENGTH, confMax);
         maxFilesPerPartition = (int) Math.min(Integer.MAX_VALUE, positive(o, MAX_FILES_PER_PARTITION, Integer.MAX_VALUE));

@@ -7,12 +7,11 @@ import io.github.bfo.FileData;
 import io.github.bfo.ReadStats;
 import java.io.FileNotFoundException;
 import java.io.IOException;
-import java.net.URI;
 import java.nio.ByteBuffer;
+import java.nio.file.AccessDeniedException;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.NotDirectoryException;
 import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -105,7 +104,7 @@ final class BfoPartitionReader implements PartitionReader<InternalRow> {
                 continue;
             }
             map[paths.size()] = i;
-            paths.add(localPath(part.paths[i]));
+            paths.add(part.localPath(i));
         }
         batchToFile = java.util.Arrays.copyOf(map, paths.size());
         try {
@@ -115,17 +114,6 @@ final class BfoPartitionReader implements PartitionReader<InternalRow> {
         }
         batch = reader.read(paths);
         batches = 1;
-    }
-
-    static Path localPath(String hadoopPath) {
-        URI u = new org.apache.hadoop.fs.Path(hadoopPath).toUri();
-        if (u.getScheme() == null) {
-            return Paths.get(u.getPath());
-        }
-        if (!"file".equals(u.getScheme())) {
-            throw new IllegalArgumentException("bfo reads local files only: " + hadoopPath);
-        }
-        return Paths.get(u);
     }
 
     @Override
@@ -257,9 +245,13 @@ final class BfoPartitionReader implements PartitionReader<InternalRow> {
 
     private void failed(int i, IOException cause) throws IOException {
         String path = part.paths[i];
-        boolean missing = cause instanceof NoSuchFileException || cause instanceof NotDirectoryException;
+        // binaryFile opens through Hadoop's local file system, whose FileInputStream reports a denied open as
+        // FileNotFoundException: Spark then treats the file as missing (skipped only under ignoreMissingFiles,
+        // even with ignoreCorruptFiles). The same here, so that switching sources changes no result.
+        boolean denied = cause instanceof AccessDeniedException;
+        boolean missing = denied || cause instanceof NoSuchFileException || cause instanceof NotDirectoryException;
         if (missing && f.options.ignoreMissingFiles) {
-            LOG.warn("Skipped missing file (ignoreMissingFiles): {}", path);
+            LOG.warn("Skipped {} file (ignoreMissingFiles): {}", denied ? "unreadable" : "missing", path);
             skipped++;
             return;
         }
@@ -269,9 +261,10 @@ final class BfoPartitionReader implements PartitionReader<InternalRow> {
             return;
         }
         if (missing) {
-            FileNotFoundException fnf = new FileNotFoundException("bfo: file does not exist: " + path
-                    + ". It is possible the underlying files have been updated; set ignoreMissingFiles=true "
-                    + "(or spark.sql.files.ignoreMissingFiles) to skip missing files.");
+            FileNotFoundException fnf = new FileNotFoundException("bfo: " + (denied
+                    ? "permission denied: " + path + ". As with binaryFile, an unreadable file counts as missing: "
+                    : "file does not exist: " + path + ". It is possible the underlying files have been updated; ")
+                    + "set ignoreMissingFiles=true (or spark.sql.files.ignoreMissingFiles) to skip missing files.");
             fnf.initCause(cause);
             throw fnf;
         }

@@ -3,7 +3,9 @@ package io.github.bfo.spark;
 
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.spark.paths.SparkPath;
 import org.apache.spark.sql.SparkSession;
@@ -35,6 +37,7 @@ final class BfoScan implements Scan, Batch {
     private final BfoOptions options;
     private final StructType readSchema;
     private final Filter[] pushed;
+    private InputPartition[] planned;   // Spark may ask again (re-planning); the listing is fixed per scan
 
     BfoScan(BfoTable table, BfoFileListing listing, BfoOptions options, StructType required, Filter[] pushed) {
         this.table = table;
@@ -50,6 +53,11 @@ final class BfoScan implements Scan, Batch {
             }
         }
         this.readSchema = s;
+    }
+
+    /** The table's listing (tests look at how it was made). */
+    BfoFileListing listing() {
+        return listing;
     }
 
     @Override
@@ -76,11 +84,23 @@ final class BfoScan implements Scan, Batch {
     }
 
     @Override
-    public InputPartition[] planInputPartitions() {
+    public synchronized InputPartition[] planInputPartitions() {
+        if (planned == null) {
+            planned = plan();
+        }
+        return planned.clone();
+    }
+
+    private InputPartition[] plan() {
         SparkSession spark = SparkSession.active();
         List<PartitionDirectory> dirs = listing.list();
         MetadataFilters filters = new MetadataFilters(table.dataSchema(), listing.partitionSchema(), pushed);
-        List<PartitionedFile> files = new ArrayList<>();
+        int listed = 0;
+        for (PartitionDirectory d : dirs) {
+            listed += d.files().size();
+        }
+        List<PartitionedFile> files = new ArrayList<>(listed);
+        Map<PartitionedFile, String> names = new IdentityHashMap<>(listed);
         for (PartitionDirectory d : dirs) {
             InternalRow values = d.values();
             for (FileStatusWithMetadata fm : ScalaInterop.list(d.files())) {
@@ -90,8 +110,11 @@ final class BfoScan implements Scan, Batch {
                 if (!filters.accept(path, st.getLen(), micros, values)) {
                     continue;
                 }
-                files.add(new PartitionedFile(values, SparkPath.fromPath(st.getPath()), 0, st.getLen(), new String[0],
-                        st.getModificationTime(), st.getLen(), scala.collection.immutable.Map$.MODULE$.empty()));
+                PartitionedFile pf = new PartitionedFile(values, SparkPath.fromPath(st.getPath()), 0, st.getLen(),
+                        new String[0], st.getModificationTime(), st.getLen(),
+                        scala.collection.immutable.Map$.MODULE$.empty());
+                files.add(pf);
+                names.put(pf, path);
             }
         }
         // as FileScan: largest first, then packed by bytes + open cost
@@ -104,7 +127,7 @@ final class BfoScan implements Scan, Batch {
             PartitionedFile[] fs = p.files();
             for (int from = 0; from < fs.length; from += options.maxFilesPerPartition) {
                 int to = (int) Math.min(fs.length, (long) from + options.maxFilesPerPartition);
-                out.add(new BfoInputPartition(Arrays.copyOfRange(fs, from, to), p.preferredLocations()));
+                out.add(new BfoInputPartition(Arrays.copyOfRange(fs, from, to), p.preferredLocations(), names));
             }
         }
         return out.toArray(new InputPartition[0]);

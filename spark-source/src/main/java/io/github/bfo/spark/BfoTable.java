@@ -58,7 +58,7 @@ public final class BfoTable implements SupportsRead {
 
     private synchronized BfoFileListing listing() {
         if (listing == null) {
-            listing = new BfoFileListing(spark, options);
+            listing = new BfoFileListing(spark, options, bfoOptions);
             StructType data = bfoOptions.text ? TEXT_SCHEMA : BINARY_SCHEMA;
             StructType parts = listing.partitionSchema();
             // as in Spark's file tables: a partition column named like a data column replaces it
