@@ -265,7 +265,7 @@ public final class BatchFileReader implements AutoCloseable {
      * which costs a serial lstat per entry on a cold tree). With libbfo the
      * tree is listed by libbfo's parallel walk (inode numbers and types
      * come with the listing) and files go to the engine in inode order, a
-     * sort buffer of 65,536 at a time, in one batch: the order
+     * sort buffer of 262,144 at a time, in one batch: the order
      * {@code bfo read DIR} uses, close to disk order on ext4 and XFS. With
      * the Java engine, level by level (each level one batch; the engine
      * tells files from directories). Directories, special files, dangling
@@ -286,6 +286,72 @@ public final class BatchFileReader implements AutoCloseable {
             throw new IllegalStateException("BatchFileReader closed");
         }
         return new TreeBatch(this, rs, noFollow);
+    }
+
+    /**
+     * Starts a batch over paths given as the bytes the kernel sees, each
+     * NUL-terminated, laid end to end in packed (as {@code find -print0}
+     * writes them, and as libbfo takes them): no Path is made or encoded per
+     * file, so a batch of many small files costs little besides its I/O.
+     * {@link FileData#index()} is the position of the path in packed, and
+     * {@link FileData#path()} is made only when asked. packed is read as the
+     * engine takes paths: do not change it until the batch ends.
+     *
+     * @throws NullPointerException     packed is null
+     * @throws IllegalArgumentException packed is not whole paths (an empty path, or no NUL after the last)
+     * @throws IllegalStateException    the reader is closed
+     */
+    public FileBatch readPacked(byte[] packed) {
+        PathChunk chunk = new PathChunk(Objects.requireNonNull(packed, "packed"));
+        int empty = chunk.firstEmpty();
+        if (empty >= 0) {
+            throw new IllegalArgumentException("empty path at index " + chunk.countBefore(empty) + " (byte " + empty
+                    + ")");
+        }
+        if (packed.length > 0 && packed[packed.length - 1] != 0) {
+            throw new IllegalArgumentException("the last path (index " + chunk.countBefore(packed.length)
+                    + ") is not NUL-terminated");
+        }
+        if (impl.isClosed()) {
+            throw new IllegalStateException("BatchFileReader closed");
+        }
+        if (impl instanceof NativeReadEngine) {
+            boolean[] taken = {packed.length == 0};
+            return ((NativeReadEngine) impl).readChunks(() -> {
+                if (taken[0]) {
+                    return null;
+                }
+                taken[0] = true;
+                return chunk;
+            });
+        }
+        return impl.read(() -> new java.util.Iterator<Path>() {
+            private int pos;
+
+            @Override
+            public boolean hasNext() {
+                return pos < packed.length;
+            }
+
+            @Override
+            public Path next() {
+                if (!hasNext()) {
+                    throw new java.util.NoSuchElementException();
+                }
+                int end = chunk.end(pos);
+                Path p = chunk.path(pos, end - pos);
+                pos = end + 1;
+                return p;
+            }
+        });
+    }
+
+    /** A batch over chunks of packed paths (TreeBatch's walk); only on a native reader. */
+    NativeReadEngine.NativeBatch readChunks(NativeReadEngine.PackedPaths paths) {
+        if (impl.isClosed()) {
+            throw new IllegalStateException("BatchFileReader closed");
+        }
+        return ((NativeReadEngine) impl).readChunks(paths);
     }
 
     boolean isClosedInternal() {

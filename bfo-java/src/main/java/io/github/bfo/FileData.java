@@ -51,7 +51,9 @@ import java.time.Instant;
  * data only while it is valid (see above), which the iterating thread decides.
  */
 public final class FileData {
-    private final Path path;
+    private Path path;                   // null until asked for, for a path given as bytes (rawPath)
+    private final PathChunk rawPath;     // packed paths (libbfo's walk, readPacked): the bytes at rawOff, rawLen long
+    private final int rawOff, rawLen;
     private long index;
     private final long offset;
     private final long length;
@@ -75,8 +77,20 @@ public final class FileData {
              int mtimeNsec, long ctimeSec, int ctimeNsec, long atimeSec, int atimeNsec, long ino, long dev, int mode,
              int uid, int gid, int nlink, int status, String engine, boolean last, boolean noFollow, long address,
              ByteBuffer heap, IOException failure) {
+        this(owner, path, null, 0, 0, index, offset, length, size, mtimeSec, mtimeNsec, ctimeSec, ctimeNsec, atimeSec,
+                atimeNsec, ino, dev, mode, uid, gid, nlink, status, engine, last, noFollow, address, heap, failure);
+    }
+
+    /** An entry whose path is path, or (path null) the bytes rawPath[rawOff, rawOff + rawLen), made a Path when asked. */
+    FileData(FileBatch owner, Path path, PathChunk rawPath, int rawOff, int rawLen, long index, long offset, long length,
+             long size, long mtimeSec, int mtimeNsec, long ctimeSec, int ctimeNsec, long atimeSec, int atimeNsec,
+             long ino, long dev, int mode, int uid, int gid, int nlink, int status, String engine, boolean last,
+             boolean noFollow, long address, ByteBuffer heap, IOException failure) {
         this.owner = owner;
         this.path = path;
+        this.rawPath = rawPath;
+        this.rawOff = rawOff;
+        this.rawLen = rawLen;
         this.index = index;
         this.offset = offset;
         this.length = length;
@@ -102,9 +116,36 @@ public final class FileData {
         this.failure = failure;
     }
 
-    /** The path exactly as submitted (the same object). */
+    /**
+     * The path exactly as submitted (the same object); for the files of
+     * {@link BatchFileReader#readTree}, the path the walk found (the root
+     * as given, then the names below it); for {@link BatchFileReader#readPacked},
+     * the Path of the bytes given.
+     */
     public Path path() {
-        return path;
+        Path p = path;
+        if (p == null) {
+            p = rawPath.path(rawOff, rawLen);
+            path = p;   // immutable: a racing thread makes an equal one
+        }
+        return p;
+    }
+
+    /**
+     * {@code path().toString()}, without making the Path when the path came
+     * as bytes (readTree, readPacked): a listing of many files needs only
+     * the strings.
+     */
+    public String pathString() {
+        Path p = path;
+        if (p == null) {
+            String s = rawPath.string(rawOff, rawLen);
+            if (s != null) {
+                return s;
+            }
+            p = path();
+        }
+        return p.toString();
     }
 
     /** Position of the path in the batch, from 0. */
@@ -153,7 +194,7 @@ public final class FileData {
             return null;
         }
         if (failure == null) {
-            failure = Errno.forRead(status, path.toString(), mode, noFollow);
+            failure = Errno.forRead(status, pathString(), mode, noFollow);
         }
         return failure;
     }
@@ -245,7 +286,7 @@ public final class FileData {
         }
         synchronized (owner) {
             if (!isValid()) {
-                throw new IllegalStateException("the data of " + path + " is no longer valid: the iterator moved on, "
+                throw new IllegalStateException("the data of " + pathString() + " is no longer valid: the iterator moved on, "
                         + "the entry was released, or the batch or reader was closed (copy with bytes() to keep it)");
             }
             ByteBuffer v = view;
@@ -290,7 +331,7 @@ public final class FileData {
 
     @Override
     public String toString() {
-        return "FileData[" + path + (status == 0 ? "" : " status=" + status) + " size=" + size
+        return "FileData[" + pathString() + (status == 0 ? "" : " status=" + status) + " size=" + size
                 + (isWhole() ? "" : " piece " + offset + "+" + length + (last ? " last" : "")) + " engine=" + engine + "]";
     }
 }

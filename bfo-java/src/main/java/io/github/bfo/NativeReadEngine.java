@@ -32,6 +32,32 @@ final class NativeReadEngine implements BatchFileReader.Impl {
      * once and a caller would spin.)
      */
     static final int WAIT_MS = -1;
+    /** struct bfo_file in 64-bit words, as entry() reads it. */
+    static final int ENTRY_WORDS = BfoNative.FILE_SIZE / 8;
+    private static final boolean LITTLE = BfoNative.ORDER == java.nio.ByteOrder.LITTLE_ENDIAN;
+
+    /** The int at byte offset off of the entry at words[base]. */
+    static int int32(long[] w, int base, int off) {
+        int shift = LITTLE ? (off & 7) * 8 : (4 - (off & 7)) * 8;
+        return (int) (w[base + (off >> 3)] >>> shift);
+    }
+
+    /** The unsigned short at byte offset off of the entry at words[base]. */
+    static int u16(long[] w, int base, int off) {
+        int shift = LITTLE ? (off & 7) * 8 : (6 - (off & 7)) * 8;
+        return (int) (w[base + (off >> 3)] >>> shift) & 0xffff;
+    }
+
+    /**
+     * Paths already in the kernel's bytes, NUL-terminated and packed (libbfo's
+     * walk hands them out so): they go to the library as they are, and a
+     * delivered entry makes its Path only when asked (a listing of 100,000
+     * files then builds no Path and encodes nothing per file in Java).
+     */
+    interface PackedPaths {
+        /** The next whole paths, each NUL-terminated, none empty; null at the end. */
+        PathChunk nextChunk();
+    }
 
     private final boolean noFollow;
     private final int windowFiles;
@@ -181,6 +207,16 @@ final class NativeReadEngine implements BatchFileReader.Impl {
 
     @Override
     public FileBatch read(Iterable<? extends Path> paths) {
+        Iterator<? extends Path> it = Objects.requireNonNull(paths.iterator(), "paths.iterator()");
+        return start(new NativeBatch(it, null));
+    }
+
+    /** A batch over packed paths (see {@link PackedPaths}); the batch's {@link NativeBatch#submitted()} counts them. */
+    NativeBatch readChunks(PackedPaths paths) {
+        return start(new NativeBatch(null, paths));
+    }
+
+    private NativeBatch start(NativeBatch b) {
         NativeBatch prev = batch;
         if (prev != null) {
             if (prev.busyElsewhere()) {
@@ -189,8 +225,6 @@ final class NativeReadEngine implements BatchFileReader.Impl {
             }
             prev.close();
         }
-        Iterator<? extends Path> it = Objects.requireNonNull(paths.iterator(), "paths.iterator()");
-        NativeBatch b = new NativeBatch(it);
         batch = b;
         return b;
     }
@@ -228,9 +262,16 @@ final class NativeReadEngine implements BatchFileReader.Impl {
     // ------------------------------------------------------------ a batch
 
     final class NativeBatch extends FileBatch {
-        private final Iterator<? extends Path> src;
-        /** Paths in flight: slot index % capacity, from packing until their last entry is delivered. */
-        private final Path[] ring;
+        private final Iterator<? extends Path> src;       // or
+        private final PackedPaths packedSrc;
+        private PathChunk chunk;         // of packedSrc, packed up to chunkPos
+        private int chunkPos;
+        /**
+         * Paths in flight: slot index % capacity, from packing until their last entry is delivered: the Path,
+         * or for packedSrc the chunk holding its bytes, at ringOff (ringLen long).
+         */
+        private final Object[] ring;
+        private final int[] ringOff, ringLen;
         private final int mask;
         private long packed;             // paths packed so far (= the next index)
         private boolean srcDone;
@@ -245,18 +286,29 @@ final class NativeReadEngine implements BatchFileReader.Impl {
         private int pending;
         private final ByteBuffer entries = BfoNative.direct(WAIT_MAX * BfoNative.FILE_SIZE);
         private final Pointer entriesPtr = BfoNative.pointer(entries);
+        /** The waited entries copied at once: entry() reads array elements, not a buffer call per field. */
+        private final long[] words = new long[WAIT_MAX * ENTRY_WORDS];
+        private final java.nio.LongBuffer entryWords = entries.asLongBuffer();
         private int count;               // entries in the buffer (held until released)
         private int cursor;
         private ReadStats finalStats;
         private boolean readerGone;
 
-        NativeBatch(Iterator<? extends Path> src) {
+        NativeBatch(Iterator<? extends Path> src, PackedPaths packedSrc) {
             this.src = src;
+            this.packedSrc = packedSrc;
             // Enough paths in flight to keep the library's input queue (two windows) and its
             // lookahead fed, and at least one window more than it can wait for (no dead end).
             int cap = Integer.highestOneBit(Math.max(4096, Math.min(1 << 21, 4 * windowFiles)) - 1) << 1;
-            this.ring = new Path[cap];
+            this.ring = new Object[cap];
+            this.ringOff = packedSrc != null ? new int[cap] : null;
+            this.ringLen = packedSrc != null ? new int[cap] : null;
             this.mask = cap - 1;
+        }
+
+        /** Paths taken from the input so far (all of it once the batch ended, unless it stopped). */
+        long submitted() {
+            return packed;
         }
 
         void closedByReader() {
@@ -290,6 +342,7 @@ final class NativeReadEngine implements BatchFileReader.Impl {
                     fill(c);
                     int k = BfoNative.bfo_read_wait(c, entriesPtr, WAIT_MAX, WAIT_MS);
                     if (k > 0) {
+                        entryWords.get(0, words, 0, k * ENTRY_WORDS);
                         count = k;
                         cursor = 0;
                         continue;
@@ -330,8 +383,12 @@ final class NativeReadEngine implements BatchFileReader.Impl {
         /** Packs paths and submits them until the library's queue is full, the ring is full or the input ends. */
         private void fill(Pointer c) {
             while (!finished && !stopped) {
+                if (packedSrc != null) {
+                    packChunks();
+                }
                 // pack, in the input's order (a path that did not fit waits in the stash)
-                while ((stash != null || !srcDone) && pathLen < PATH_BUF && ring[(int) (packed & mask)] == null) {
+                while (src != null && (stash != null || !srcDone) && pathLen < PATH_BUF
+                        && ring[(int) (packed & mask)] == null) {
                     Path p;
                     byte[] b;
                     if (stash != null) {
@@ -400,16 +457,49 @@ final class NativeReadEngine implements BatchFileReader.Impl {
         private Path stash;
         private byte[] stashBytes;
 
+        /** fill()'s packing for packedSrc: whole paths copied as they are. */
+        private void packChunks() {
+            while (!srcDone && pathLen < PATH_BUF && ring[(int) (packed & mask)] == null) {
+                if (chunk == null || chunkPos >= chunk.length()) {
+                    chunk = packedSrc.nextChunk();
+                    chunkPos = 0;
+                    if (chunk == null) {
+                        srcDone = true;
+                        break;
+                    }
+                    continue;
+                }
+                int end = chunk.end(chunkPos);
+                int len = end - chunkPos;
+                if (pathLen + len + 1 > pathBuf.capacity()) {
+                    if (pending > 0) {
+                        break;   // submit what is packed first
+                    }
+                    grow(len + 1);
+                }
+                pathBuf.put(pathLen, chunk.bytes, chunkPos, len + 1);
+                int slot = (int) (packed & mask);
+                ringOff[slot] = chunkPos;
+                ringLen[slot] = len;
+                record(slot, chunk, len + 1);
+                chunkPos = end + 1;
+            }
+        }
+
         private void put(Path p, byte[] b) {
-            pathBuf.position(pathLen);
-            pathBuf.put(b);
-            pathBuf.put((byte) 0);
-            pathLen += b.length + 1;
+            pathBuf.put(pathLen, b);
+            pathBuf.put(pathLen + b.length, (byte) 0);
+            record((int) (packed & mask), p, b.length + 1);
+        }
+
+        /** The path of slot (ring value v) packed as the buffer's next `bytes` bytes. */
+        private void record(int slot, Object v, int bytes) {
+            pathLen += bytes;
             if (pending == ends.length) {
                 ends = Arrays.copyOf(ends, pending * 2);
             }
             ends[pending++] = pathLen;
-            ring[(int) (packed & mask)] = p;
+            ring[slot] = v;
             packed++;
         }
 
@@ -455,32 +545,41 @@ final class NativeReadEngine implements BatchFileReader.Impl {
         }
 
         private FileData entry(int i) {
-            ByteBuffer e = entries;
-            int base = i * BfoNative.FILE_SIZE;
-            long index = e.getLong(base + BfoNative.FILE_index);
-            boolean last = (e.getShort(base + BfoNative.FILE_flags) & BfoNative.FILE_LAST) != 0;
+            long[] w = words;
+            int base = i * ENTRY_WORDS;
+            long index = w[base + BfoNative.FILE_index / 8];
+            boolean last = (u16(w, base, BfoNative.FILE_flags) & BfoNative.FILE_LAST) != 0;
             int slot = (int) (index & mask);
-            Path p = ring[slot];
-            if (p == null) {
+            Object v = ring[slot];
+            Path p = null;
+            PathChunk raw = null;
+            int rawOff = 0, rawLen = 0;
+            if (v instanceof Path) {
+                p = (Path) v;
+            } else if (v != null) {
+                raw = (PathChunk) v;
+                rawOff = ringOff[slot];
+                rawLen = ringLen[slot];
+            } else {
                 // cannot happen: every delivered index was packed and is in flight
-                Pointer np = new Pointer(e.getLong(base + BfoNative.FILE_path));
+                Pointer np = new Pointer(w[base + BfoNative.FILE_path / 8]);
                 p = PathBytes.toPath(np.getByteArray(0, (int) np.indexOf(0, (byte) 0)));
             }
             if (last) {
                 ring[slot] = null;
             }
-            int engine = e.getShort(base + BfoNative.FILE_engine) & 0xffff;
-            return new FileData(this, p, index, e.getLong(base + BfoNative.FILE_offset),
-                    e.getLong(base + BfoNative.FILE_length), e.getLong(base + BfoNative.FILE_size),
-                    e.getLong(base + BfoNative.FILE_mtime_sec), e.getInt(base + BfoNative.FILE_mtime_nsec),
-                    e.getLong(base + BfoNative.FILE_ctime_sec), e.getInt(base + BfoNative.FILE_ctime_nsec),
-                    e.getLong(base + BfoNative.FILE_atime_sec), e.getInt(base + BfoNative.FILE_atime_nsec),
-                    e.getLong(base + BfoNative.FILE_ino), e.getLong(base + BfoNative.FILE_dev),
-                    e.getInt(base + BfoNative.FILE_mode), e.getInt(base + BfoNative.FILE_uid),
-                    e.getInt(base + BfoNative.FILE_gid), e.getInt(base + BfoNative.FILE_nlink),
-                    e.getInt(base + BfoNative.FILE_status),
+            int engine = u16(w, base, BfoNative.FILE_engine);
+            return new FileData(this, p, raw, rawOff, rawLen, index, w[base + BfoNative.FILE_offset / 8],
+                    w[base + BfoNative.FILE_length / 8], w[base + BfoNative.FILE_size / 8],
+                    w[base + BfoNative.FILE_mtime_sec / 8], int32(w, base, BfoNative.FILE_mtime_nsec),
+                    w[base + BfoNative.FILE_ctime_sec / 8], int32(w, base, BfoNative.FILE_ctime_nsec),
+                    w[base + BfoNative.FILE_atime_sec / 8], int32(w, base, BfoNative.FILE_atime_nsec),
+                    w[base + BfoNative.FILE_ino / 8], w[base + BfoNative.FILE_dev / 8],
+                    int32(w, base, BfoNative.FILE_mode), int32(w, base, BfoNative.FILE_uid),
+                    int32(w, base, BfoNative.FILE_gid), int32(w, base, BfoNative.FILE_nlink),
+                    int32(w, base, BfoNative.FILE_status),
                     engine < ReadStats.NATIVE_ENGINES.length ? ReadStats.NATIVE_ENGINES[engine] : "?", last, noFollow,
-                    e.getLong(base + BfoNative.FILE_data), null, null);
+                    w[base + BfoNative.FILE_data / 8], null, null);
         }
 
         private void end(Pointer c) {

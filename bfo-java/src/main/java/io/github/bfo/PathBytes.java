@@ -13,6 +13,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.FileSystems;
 import java.nio.file.Path;
 import java.nio.file.ProviderMismatchException;
+import java.util.Arrays;
 
 /**
  * The bytes the kernel sees for a {@link Path}, and back.
@@ -41,6 +42,11 @@ final class PathBytes {
     }
 
     private PathBytes() {
+    }
+
+    /** True when ASCII bytes are the same chars in sun.jnu.encoding (UTF-8, ISO-8859-x and the like). */
+    static boolean asciiCompatible() {
+        return ASCII_COMPATIBLE;
     }
 
     static void checkDefault(Path p) {
@@ -116,6 +122,35 @@ final class PathBytes {
             }
         }
         return out.toByteArray();
+    }
+
+    /**
+     * b[off, off + len) as the string its Path would print, when that is
+     * plain: ASCII bytes (in an ASCII-compatible encoding) that Path's
+     * normalizing leaves as they are (no "//", no trailing '/'); else null.
+     */
+    static String asciiString(byte[] b, int off, int len) {
+        if (!ASCII_COMPATIBLE) {
+            return null;
+        }
+        byte prev = 0;
+        for (int i = off, end = off + len; i < end; i++) {
+            byte c = b[i];
+            if (c < 0 || (c == '/' && prev == '/')) {
+                return null;
+            }
+            prev = c;
+        }
+        if (len > 1 && prev == '/') {
+            return null;
+        }
+        return new String(b, off, len, StandardCharsets.ISO_8859_1);
+    }
+
+    /** {@link #toPath(byte[])} of b[off, off + len). */
+    static Path toPath(byte[] b, int off, int len) {
+        String ascii = asciiString(b, off, len);
+        return ascii != null ? Path.of(ascii) : toPath(Arrays.copyOfRange(b, off, off + len));
     }
 
     /** A Path for bytes the library reported (exact even for names not valid in sun.jnu.encoding when absolute). */

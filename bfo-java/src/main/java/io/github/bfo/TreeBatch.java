@@ -100,7 +100,7 @@ final class TreeBatch extends FileBatch {
                     nextDirs = new ArrayList<>();
                     walkFiles = new ArrayList<>();
                     submitted = 0;
-                    inner = reader.read(counted(walker));
+                    inner = reader.readChunks(walker);
                 } else {
                     if (level == null || level.isEmpty()) {
                         if (nextDirs.isEmpty()) {
@@ -119,6 +119,9 @@ final class TreeBatch extends FileBatch {
             }
             if (!inner.hasNext()) {
                 stats = add(stats, inner.stats());
+                if (walker != null) {
+                    submitted = ((NativeReadEngine.NativeBatch) inner).submitted();
+                }
                 inner.close();
                 inner = null;
                 base += submitted;

@@ -6,13 +6,11 @@ import com.sun.jna.Pointer;
 import com.sun.jna.ptr.IntByReference;
 import com.sun.jna.ptr.PointerByReference;
 
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Iterator;
+import java.util.Arrays;
 import java.util.List;
-import java.util.NoSuchElementException;
 
 /**
  * The files of a tree in inode order, a sort buffer at a time, for
@@ -20,14 +18,16 @@ import java.util.NoSuchElementException;
  * the one {@code bfo read DIR} uses) lists directories on its threads with
  * no stat per entry and hands out paths sorted by inode, which is close to
  * disk order on ext4 and XFS, so the engine's metadata phase reads the inode
- * tables sequentially. One native call per buffer of paths.
+ * tables sequentially. One native call per buffer of paths, and the
+ * buffer goes to the batch as it is (no Path per file).
  *
  * <p>Regular files and symbolic links to them are handed out (links are
  * skipped with {@code skipLinks}); special files, links to directories and
  * dangling links are skipped by the walk. Memory: the walk's two sort
- * buffers plus one path buffer here. Not thread-safe (one consumer).
+ * buffers, one path buffer here, and the buffers handed out while entries
+ * of theirs are in flight or kept. Not thread-safe (one consumer).
  */
-final class TreeWalker implements Iterator<Path>, AutoCloseable {
+final class TreeWalker implements NativeReadEngine.PackedPaths, AutoCloseable {
     /** Bytes of paths fetched per native call. */
     private static final int PATH_BUFFER = 1 << 20;
     private static final int FAILURE_PATH_MAX = 1 << 16;
@@ -50,7 +50,6 @@ final class TreeWalker implements Iterator<Path>, AutoCloseable {
     private final int sortFiles;
     private final int flags;
     private final List<Failure> failures = new ArrayList<>();
-    private final ArrayDeque<Path> ready = new ArrayDeque<>();
     private Memory buf;
     private Pointer walk;
     private Path root;        // of the walk in progress
@@ -76,20 +75,28 @@ final class TreeWalker implements Iterator<Path>, AutoCloseable {
         return f;
     }
 
+    /**
+     * The next paths, NUL-terminated and packed as the walk hands them out
+     * (the root files first, one per chunk), or null when the walk is over.
+     */
     @Override
-    public boolean hasNext() {
-        while (ready.isEmpty() && !closed) {
+    public PathChunk nextChunk() {
+        while (!closed) {
             if (!files.isEmpty()) {
-                ready.add(files.poll());
+                byte[] b = PathBytes.of(files.poll());
+                return new PathChunk(Arrays.copyOf(b, b.length + 1));
             } else if (walk != null) {
-                fetch();
+                byte[] chunk = fetch();
+                if (chunk != null) {
+                    return new PathChunk(chunk);
+                }
             } else if (!dirs.isEmpty()) {
                 start(dirs.poll());
             } else {
-                return false;
+                return null;
             }
         }
-        return !ready.isEmpty();
+        return null;
     }
 
     private void start(Path dir) {
@@ -106,21 +113,15 @@ final class TreeWalker implements Iterator<Path>, AutoCloseable {
         }
     }
 
-    private void fetch() {
+    /** The walk's next buffer of paths, or null when this walk ended. */
+    private byte[] fetch() {
         long n = BfoNative.bfo_walk_next(walk, buf, PATH_BUFFER);
         if (n > 0) {
-            byte[] b = buf.getByteArray(0, (int) n);
-            int start = 0;
-            for (int i = 0; i < b.length; i++) {
-                if (b[i] == 0) {
-                    ready.add(toPath(b, start, i));
-                    start = i + 1;
-                }
-            }
-            return;
+            return buf.getByteArray(0, (int) n);
         }
         // Over (0), or a path longer than PATH_MAX-sized buffers can hold (-ENOBUFS): end this walk.
         endWalk(n < 0 ? (int) n : 0);
+        return null;
     }
 
     private void endWalk(int status) {
@@ -148,30 +149,9 @@ final class TreeWalker implements Iterator<Path>, AutoCloseable {
         return p.indexOf(0, (byte) 0);
     }
 
-    /** b[from..to) as a Path: through a Latin-1 string when ASCII (most names), else exactly. */
-    private static Path toPath(byte[] b, int from, int to) {
-        for (int i = from; i < to; i++) {
-            if (b[i] < 0) {
-                byte[] raw = new byte[to - from];
-                System.arraycopy(b, from, raw, 0, raw.length);
-                return PathBytes.toPath(raw);
-            }
-        }
-        return Path.of(new String(b, from, to - from, StandardCharsets.ISO_8859_1));
-    }
-
-    @Override
-    public Path next() {
-        if (!hasNext()) {
-            throw new NoSuchElementException();
-        }
-        return ready.poll();
-    }
-
     @Override
     public void close() {
         closed = true;
-        ready.clear();
         if (walk != null) {
             BfoNative.bfo_walk_destroy(walk);
             walk = null;

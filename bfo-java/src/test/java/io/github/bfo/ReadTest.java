@@ -136,6 +136,42 @@ class ReadTest {
         }
     }
 
+    @ParameterizedTest
+    @EnumSource(value = BatchFileReader.Engine.class, names = {"AUTO", "JAVA"})
+    void readPackedGivesWhatReadGives(BatchFileReader.Engine engine) throws IOException {
+        List<Path> paths = new ArrayList<>(files);   // with a large file, an empty one and a non-UTF-8 name
+        paths.add(missing);
+        paths.add(link);
+        paths.add(Path.of("").toAbsolutePath().relativize(files.get(1)));   // relative to the working directory
+        java.io.ByteArrayOutputStream packed = new java.io.ByteArrayOutputStream();
+        for (Path p : paths) {
+            packed.write(PathBytes.of(p));
+            packed.write(0);
+        }
+        try (BatchFileReader r = builder().engine(engine).build()) {
+            Map<Long, TestSupport.Result> want = TestSupport.readAll(r, paths);
+            Map<Long, TestSupport.Result> got = TestSupport.readAll(r.readPacked(packed.toByteArray()), paths);
+            assertEquals(want.keySet(), got.keySet());
+            for (long i = 0; i < paths.size(); i++) {
+                FileData w = want.get(i).last, g = got.get(i).last;
+                assertEquals(w.status(), g.status(), paths.get((int) i).toString());
+                assertEquals(w.size(), g.size());
+                assertEquals(w.lastModifiedTime(), g.lastModifiedTime());
+                assertEquals(w.inode(), g.inode());
+                assertEquals(g.path().toString(), g.pathString());
+                assertArrayEquals(want.get(i).bytes, got.get(i).bytes, paths.get((int) i).toString());
+            }
+            assertEquals(paths.size(), r.lastStats().files());
+            try (FileBatch b = r.readPacked(new byte[0])) {
+                assertFalse(b.hasNext());
+            }
+            assertThrows(NullPointerException.class, () -> r.readPacked(null));
+            assertThrows(IllegalArgumentException.class, () -> r.readPacked("/a\0\0/b\0".getBytes()));
+            assertThrows(IllegalArgumentException.class, () -> r.readPacked("\0".getBytes()));
+            assertThrows(IllegalArgumentException.class, () -> r.readPacked("/a\0/b".getBytes()));
+        }
+    }
+
     @Test
     void largeFilesComeInOrderedPieces() throws IOException {
         try (BatchFileReader r = builder().build(); FileBatch b = r.read(List.of(big, sparse))) {
@@ -446,6 +482,7 @@ class ReadTest {
         Files.createSymbolicLink(dir.resolve("t2/dangling"), dir.resolve("t2/none"));
         TestSupport.mkfifo(dir.resolve("t2/a/fifo"));
         Files.createDirectories(dir.resolve("t2/emptydir"));
+        Files.write(TestSupport.nonUtf8(dir.resolve("t2/a/"), "-walked"), new byte[] {7});
         java.util.Set<Path> want = new java.util.HashSet<>();
         try (var s = java.util.stream.Stream.concat(Files.walk(dir.resolve("t")), Files.walk(dir.resolve("t2")))) {
             s.filter(Files::isRegularFile).forEach(want::add);   // follows links to files, like readTree
@@ -455,6 +492,7 @@ class ReadTest {
             java.util.Set<Long> indices = new java.util.HashSet<>();
             for (FileData f : b) {
                 assertTrue(f.isOk(), f + ": " + f.failure());
+                assertEquals(f.path().toString(), f.pathString());
                 got.computeIfAbsent(f.path(), k -> new java.io.ByteArrayOutputStream()).write(f.bytes(), 0, (int) f.length());
                 if (f.isLast()) {
                     assertTrue(indices.add(f.index()), "index twice: " + f);

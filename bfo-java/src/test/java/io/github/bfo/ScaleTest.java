@@ -107,6 +107,35 @@ class ScaleTest {
         }
     }
 
+    /**
+     * A tree whose paths fill several of the walk's buffers and of the engine's submit buffers, and wrap its
+     * ring of paths in flight many times: every file once, with its own path and stat.
+     */
+    @Test
+    void readTreeOverManyBuffers() throws IOException {
+        Path root = dir.resolve("wide");
+        String pad = "n".repeat(200);   // long directory names: long paths (short file names: fast to create)
+        java.util.Map<Path, Long> want = new java.util.HashMap<>();
+        for (int d = 0; d < 3; d++) {
+            Path sub = Files.createDirectories(root.resolve(d + pad).resolve(pad));
+            for (int i = 0; i < 1200; i++) {
+                Path f = sub.resolve("f" + i);
+                Files.write(f, new byte[i % 3]);
+                want.put(f, (long) (i % 3));
+            }
+        }
+        java.util.Map<Path, Long> got = new java.util.HashMap<>();
+        try (BatchFileReader r = BatchFileReader.builder().metadataOnly(true).windowFiles(256).build();
+             FileBatch b = r.readTree(root)) {
+            for (FileData f : b) {
+                assertTrue(f.isOk(), () -> String.valueOf(f.failure()));
+                assertEquals(f.path().toString(), f.pathString());
+                assertEquals(null, got.put(f.path(), f.size()), "twice: " + f.path());
+            }
+        }
+        assertEquals(want, got);
+    }
+
     @Test
     void noLeakOverRepeatedReaders() throws IOException {
         List<Path> some = files.subList(0, 300);

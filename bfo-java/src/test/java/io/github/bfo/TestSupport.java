@@ -74,9 +74,14 @@ final class TestSupport {
      * pieces come in order and end with one last entry.
      */
     static Map<Long, Result> readAll(BatchFileReader r, List<Path> paths) {
+        return readAll(r.read(paths), paths);
+    }
+
+    /** {@link #readAll(BatchFileReader, List)} of a batch over paths started otherwise (closed here). */
+    static Map<Long, Result> readAll(FileBatch batch, List<Path> paths) {
         Map<Long, Result> out = new HashMap<>();
         Map<Long, java.io.ByteArrayOutputStream> partial = new HashMap<>();
-        try (FileBatch b = r.read(paths)) {
+        try (FileBatch b = batch) {
             for (FileData f : b) {
                 Result prev = out.get(f.index());
                 assertTrue(prev == null, "index delivered twice: " + f);

@@ -119,7 +119,7 @@ final class BfoLeafFiles extends FileStatusCache {
             }
             try (FileBatch b = r.readTree(local)) {
                 for (FileData f : b) {
-                    String p = f.path().toString();
+                    String p = f.pathString();
                     if (!f.isOk() || !p.startsWith(prefix)) {
                         LOG.debug("bfo: {} left to Spark's listing: {}", root, f.isOk() ? "a file" : f.failure());
                         return null;

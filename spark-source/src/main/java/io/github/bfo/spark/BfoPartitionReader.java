@@ -89,30 +89,38 @@ final class BfoPartitionReader implements PartitionReader<InternalRow> {
         for (int i = 0; i < partitionTypes.length; i++) {
             partitionTypes[i] = f.partitionSchema.fields()[i].dataType();
         }
-        dropped = new boolean[part.paths.length];
+        dropped = new boolean[part.size()];
         fsStats = FileSystem.getStatistics("file", RawLocalFileSystem.class);
         TaskContext ctx = TaskContext.get();
         if (ctx != null) {
             ctx.addTaskCompletionListener((org.apache.spark.util.TaskCompletionListener) c -> close());
         }
-        List<Path> paths = new ArrayList<>(part.paths.length);
-        int[] map = new int[part.paths.length];
-        for (int i = 0; i < part.paths.length; i++) {
+        int[] map = new int[part.size()];
+        int n = 0;
+        for (int i = 0; i < part.size(); i++) {
             if (f.readsData && part.lengths[i] > f.options.maxLength) {
                 // binaryFile's guard, checked on the listing before reading
                 tooLong(i, part.lengths[i]);
                 continue;
             }
-            map[paths.size()] = i;
-            paths.add(part.localPath(i));
+            map[n++] = i;
         }
-        batchToFile = java.util.Arrays.copyOf(map, paths.size());
+        batchToFile = map;
         try {
             reader = f.options.newReader(!f.readsData);
         } catch (IOException e) {
             throw new java.io.UncheckedIOException("bfo: cannot start a batch read: " + e.getMessage(), e);
         }
-        batch = reader.read(paths);
+        byte[] packed = part.packedLocalPaths(map, n);
+        if (packed != null) {
+            batch = reader.readPacked(packed);
+        } else {
+            List<Path> paths = new ArrayList<>(n);
+            for (int k = 0; k < n; k++) {
+                paths.add(part.localPath(map[k]));
+            }
+            batch = reader.read(paths);
+        }
         batches = 1;
     }
 
@@ -153,7 +161,7 @@ final class BfoPartitionReader implements PartitionReader<InternalRow> {
                 metadataOnlyFiles++;
             }
             // the pushed filters again, on the stat of this read (the file may have changed since the listing)
-            if (!f.filters.isEmpty() && !f.filters.accept(part.paths[i], size, micros, part.partitionValues[i])) {
+            if (!f.filters.isEmpty() && !f.filters.accept(part.path(i), size, micros, part.partitionValues(i))) {
                 dropped[i] = true;
                 return;
             }
@@ -202,7 +210,7 @@ final class BfoPartitionReader implements PartitionReader<InternalRow> {
         if (e.offset() + d.remaining() > p.content.length) {
             pending.remove(i);
             dropped[i] = true;
-            failed(i, new IOException("file grew while it was being read: " + part.paths[i]));
+            failed(i, new IOException("file grew while it was being read: " + part.path(i)));
             return;
         }
         d.get(p.content, (int) e.offset(), d.remaining());
@@ -217,13 +225,13 @@ final class BfoPartitionReader implements PartitionReader<InternalRow> {
         for (int c = 0; c < columns.length; c++) {
             int k = columns[c];
             switch (k) {
-                case PATH -> v[c] = UTF8String.fromString(part.paths[i]);
+                case PATH -> v[c] = UTF8String.fromString(part.path(i));
                 case TIME -> v[c] = micros;
                 case LENGTH -> v[c] = size;
                 case CONTENT -> v[c] = data;
                 case VALUE -> v[c] = data == null ? null : UTF8String.fromBytes(data);
                 default -> {
-                    InternalRow pv = part.partitionValues[i];
+                    InternalRow pv = part.partitionValues(i);
                     v[c] = pv.isNullAt(k) ? null : pv.get(k, partitionTypes[k]);
                 }
             }
@@ -232,7 +240,7 @@ final class BfoPartitionReader implements PartitionReader<InternalRow> {
     }
 
     private void tooLong(int i, long size) {
-        String msg = "bfo: the length of " + part.paths[i] + " is " + size
+        String msg = "bfo: the length of " + part.path(i) + " is " + size
                 + ", which exceeds the max length allowed: " + f.options.maxLength + " (option maxLength, conf "
                 + BfoOptions.MAX_LENGTH_CONF + ")";
         if (f.options.ignoreCorruptFiles) {
@@ -244,7 +252,7 @@ final class BfoPartitionReader implements PartitionReader<InternalRow> {
     }
 
     private void failed(int i, IOException cause) throws IOException {
-        String path = part.paths[i];
+        String path = part.path(i);
         // binaryFile opens through Hadoop's local file system, whose FileInputStream reports a denied open as
         // FileNotFoundException: Spark then treats the file as missing (skipped only under ignoreMissingFiles,
         // even with ignoreCorruptFiles). The same here, so that switching sources changes no result.

@@ -38,6 +38,8 @@ final class BfoScan implements Scan, Batch {
     private final StructType readSchema;
     private final Filter[] pushed;
     private InputPartition[] planned;   // Spark may ask again (re-planning); the listing is fixed per scan
+    /** Local files have no block hosts (and FilePartition.preferredLocations would walk every file to say so). */
+    private static final String[] NO_HOSTS = new String[0];
 
     BfoScan(BfoTable table, BfoFileListing listing, BfoOptions options, StructType required, Filter[] pushed) {
         this.table = table;
@@ -127,7 +129,7 @@ final class BfoScan implements Scan, Batch {
             PartitionedFile[] fs = p.files();
             for (int from = 0; from < fs.length; from += options.maxFilesPerPartition) {
                 int to = (int) Math.min(fs.length, (long) from + options.maxFilesPerPartition);
-                out.add(new BfoInputPartition(Arrays.copyOfRange(fs, from, to), p.preferredLocations(), names));
+                out.add(new BfoInputPartition(Arrays.copyOfRange(fs, from, to), NO_HOSTS, names));
             }
         }
         return out.toArray(new InputPartition[0]);
