@@ -52,6 +52,7 @@
 #include <fcntl.h>
 #include <libintl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1148,7 +1149,8 @@ EXPORT int closedir(DIR *d)
  * name), buffers its write()s, defers its fd-based metadata calls in
  * tar's order and, at tar's close(), queues the fd.  The queue is flushed
  * (one bfo_fdwrite() of all pending data, then the metadata in order,
- * then the closes) when it holds QUEUE_FILES files or QUEUE_BYTES bytes,
+ * then the closes; on the flusher thread, see below, when only full) when
+ * it holds QUEUE_FILES files or QUEUE_BYTES bytes,
  * before any call that may depend on a pending file (a name-based call
  * that reaches one, a hard link, rename or unlink, a write-open without
  * O_EXCL, a stat that finds one), when tar closes its archive and at
@@ -1219,7 +1221,7 @@ static uint64_t devbs[MAX_DEVS];        /* block size */
 static int devlooked[MAX_DEVS];         /* looked since the last flush */
 
 static struct {
-	uint64_t files, bytes, flushes, detached, syncfs;
+	uint64_t files, bytes, flushes, behind, detached, syncfs;
 } xst;
 
 static ssize_t (*real_write)(int, const void *, size_t);
@@ -1414,30 +1416,27 @@ static void wfile_free(struct wfile *w)
 }
 
 /*
- * Write every queued file's data in one batch, then each file's metadata
- * in tar's order, then close what tar closed.  Files tar still has open
- * stay captured (their next bytes go after what was written).
+ * The data of q[0..n) in one batch, then each file's metadata in tar's
+ * order.  Runs on tar's thread (flush_queue) or on the flusher (a
+ * generation of closed files): it touches nothing but the files.
  */
-static void flush_queue(void)
+static void write_out(struct wfile **q, unsigned n)
 {
 	struct bfo_fdwrite_entry *e;
-	unsigned n = 0, kept = 0;
+	unsigned m = 0;
 
-	if (!nq)
-		return;
-	xst.flushes++;
-	e = calloc(nq, sizeof(*e));
-	for (unsigned i = 0; i < nq; i++) {
-		struct wfile *w = queue[i];
+	e = calloc(n, sizeof(*e));
+	for (unsigned i = 0; i < n; i++) {
+		struct wfile *w = q[i];
 
 		if (!w->len)
 			continue;
 		if (e) {
-			e[n].fd = w->fd;
-			e[n].buf = w->buf;
-			e[n].length = w->len;
-			e[n].offset = w->written;
-			n++;
+			e[m].fd = w->fd;
+			e[m].buf = w->buf;
+			e[m].length = w->len;
+			e[m].offset = w->written;
+			m++;
 		} else {        /* no memory for the batch: one by one */
 			struct bfo_fdwrite_entry one = { .fd = w->fd, .buf = w->buf,
 							 .length = w->len, .offset = w->written };
@@ -1448,11 +1447,11 @@ static void flush_queue(void)
 			w->len = 0;
 		}
 	}
-	if (e && n) {
-		int r = bfo_fdwrite(e, n, 0);
+	if (e && m) {
+		int r = bfo_fdwrite(e, m, 0);
 
-		for (unsigned i = 0, k = 0; i < nq && k < n; i++) {
-			struct wfile *w = queue[i];
+		for (unsigned i = 0, k = 0; i < n && k < m; i++) {
+			struct wfile *w = q[i];
 
 			if (!w->len)
 				continue;
@@ -1466,10 +1465,109 @@ static void flush_queue(void)
 		}
 	}
 	free(e);
+	for (unsigned i = 0; i < n; i++)
+		apply_meta(q[i]);
+}
+
+/*
+ * The flusher: a thread that writes out a generation of files tar has
+ * closed (data, metadata, close) while tar goes on creating the next
+ * ones, so the batch's writes and tar's five metadata calls per file
+ * (deferred until after the data) overlap tar's own open()s on another
+ * core instead of stopping it.  One generation at most is in flight
+ * (memory stays at two queues); anything that may depend on its files
+ * waits for it first (flush_queue, pending_inode), as for the queue.
+ */
+static pthread_mutex_t gen_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gen_cond = PTHREAD_COND_INITIALIZER;
+static struct wfile **gen;      /* handed to the flusher, not yet taken */
+static unsigned ngen;
+static int gen_busy;            /* the flusher is writing one */
+static int flusher_state;       /* 0 not started, 1 running, -1 could not start: all on tar's thread */
+/* tar's thread only: the files of the generation in flight, for pending_inode() */
+static int inflight;
+static dev_t *gen_dev;
+static ino_t *gen_ino;
+static unsigned ngen_ino;
+
+static void *flusher(void *unused)
+{
+	(void)unused;
+	for (;;) {
+		struct wfile **g;
+		unsigned n;
+
+		pthread_mutex_lock(&gen_lock);
+		while (!gen)
+			pthread_cond_wait(&gen_cond, &gen_lock);
+		g = gen;
+		n = ngen;
+		gen = NULL;
+		gen_busy = 1;
+		pthread_mutex_unlock(&gen_lock);
+
+		write_out(g, n);
+		for (unsigned i = 0; i < n; i++) {
+			real_close(g[i]->fd);
+			wfile_free(g[i]);
+		}
+		free(g);
+
+		pthread_mutex_lock(&gen_lock);
+		gen_busy = 0;
+		pthread_cond_broadcast(&gen_cond);
+		pthread_mutex_unlock(&gen_lock);
+	}
+	return NULL;
+}
+
+/* Waits until the generation in flight is written, metadata applied and closed. */
+static void wait_generation(void)
+{
+	if (!inflight)
+		return;
+	pthread_mutex_lock(&gen_lock);
+	while (gen || gen_busy)
+		pthread_cond_wait(&gen_cond, &gen_lock);
+	pthread_mutex_unlock(&gen_lock);
+	inflight = 0;
+	ngen_ino = 0;
+}
+
+static int start_flusher(void)
+{
+	pthread_t t;
+	sigset_t all, old;
+
+	if (flusher_state)
+		return flusher_state > 0;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);       /* signals stay tar's */
+	flusher_state = pthread_create(&t, NULL, flusher, NULL) == 0 ? 1 : -1;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (flusher_state > 0)
+		pthread_detach(t);
+	return flusher_state > 0;
+}
+
+/*
+ * Write every queued file's data in one batch, then each file's metadata
+ * in tar's order, then close what tar closed, after the generation in
+ * flight.  Files tar still has open stay captured (their next bytes go
+ * after what was written).
+ */
+static void flush_queue(void)
+{
+	unsigned kept = 0;
+
+	wait_generation();
+	if (!nq)
+		return;
+	xst.flushes++;
+	write_out(queue, nq);
 	for (unsigned i = 0; i < nq; i++) {
 		struct wfile *w = queue[i];
 
-		apply_meta(w);
 		if (w->closed) {
 			real_close(w->fd);
 			wfile_free(w);
@@ -1486,6 +1584,64 @@ static void flush_queue(void)
 	queued_bytes = 0;
 	for (unsigned i = 0; i < ndevs; i++)
 		devlooked[i] = 0;       /* what was written shows in the next look */
+}
+
+/*
+ * The queue is full: its closed files go to the flusher and tar goes on.
+ * The free space charged for them stays charged until a flush on tar's
+ * thread looks again (what the flusher writes shows only once written).
+ */
+static void flush_queue_behind(void)
+{
+	struct wfile **g;
+	unsigned k = 0, kept = 0;
+	uint64_t bytes = 0;
+	dev_t *dv;
+	ino_t *iv;
+
+	wait_generation();
+	if (!start_flusher() || !(g = malloc(nq * sizeof(*g)))) {
+		flush_queue();
+		return;
+	}
+	if ((dv = realloc(gen_dev, nq * sizeof(*dv))))
+		gen_dev = dv;
+	if ((iv = realloc(gen_ino, nq * sizeof(*iv))))
+		gen_ino = iv;
+	if (!dv || !iv) {
+		free(g);
+		flush_queue();
+		return;
+	}
+	for (unsigned i = 0; i < nq; i++) {
+		struct wfile *w = queue[i];
+
+		if (w->closed) {
+			g[k] = w;
+			gen_dev[k] = w->dev;
+			gen_ino[k] = w->ino;
+			bytes += w->len;
+			k++;
+		} else {
+			queue[kept++] = w;
+		}
+	}
+	if (!k) {
+		free(g);
+		flush_queue();
+		return;
+	}
+	nq = kept;
+	queued_bytes -= bytes;
+	ngen_ino = k;
+	inflight = 1;
+	xst.flushes++;
+	xst.behind++;
+	pthread_mutex_lock(&gen_lock);
+	gen = g;
+	ngen = k;
+	pthread_cond_signal(&gen_cond);
+	pthread_mutex_unlock(&gen_lock);
 }
 
 /* tar does something to fd we do not defer: write it out, give it back. */
@@ -1512,7 +1668,16 @@ static int pending_inode(dev_t dev, ino_t ino)
 	for (unsigned i = 0; i < nq; i++)
 		if (queue[i]->dev == dev && queue[i]->ino == ino)
 			return 1;
+	for (unsigned i = 0; inflight && i < ngen_ino; i++)
+		if (gen_dev[i] == dev && gen_ino[i] == ino)
+			return 1;
 	return 0;
+}
+
+/* Files written later than tar believes: queued, or in the flusher's generation. */
+static inline int pending(void)
+{
+	return nq || inflight;
 }
 
 /* Before a name-based call on dirfd/path: flush when it reaches a pending file. */
@@ -1520,7 +1685,7 @@ static void flush_if_pending(int dirfd, const char *path, int nofollow)
 {
 	struct stat sb;
 
-	if (!nq)
+	if (!pending())
 		return;
 	if (!path || real_fstatat(dirfd, path, &sb, nofollow ? AT_SYMLINK_NOFOLLOW : 0) < 0 ||
 	    (S_ISREG(sb.st_mode) && pending_inode(sb.st_dev, sb.st_ino)))
@@ -1632,7 +1797,7 @@ static void after_open(int fd, const char *path, int flags)
 	}
 	/* A file opened some other way (O_PATH for metadata, read) may be a
 	 * pending one: what tar then sees must be complete. */
-	if (nq && real_fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && pending_inode(sb.st_dev, sb.st_ino))
+	if (pending() && real_fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && pending_inode(sb.st_dev, sb.st_ino))
 		flush_queue();
 }
 
@@ -1745,7 +1910,7 @@ static int close_captured(int fd)
 	w->closed = 1;
 	wtab[fd] = NULL;
 	if (nq >= QUEUE_FILES || queued_bytes >= QUEUE_BYTES)
-		flush_queue();
+		flush_queue_behind();
 	errno = saved;
 	leave();
 	return 0;
@@ -1783,7 +1948,7 @@ EXPORT ssize_t write(int fd, const void *buf, size_t n)
 				xst.bytes += n;
 				took = 1;
 				if (queued_bytes >= QUEUE_BYTES)
-					flush_queue();
+					flush_queue_behind();   /* the files tar closed; this one stays */
 			}
 		}
 		if (!took)
@@ -1872,7 +2037,7 @@ static void by_name(int dirfd, const char *path, int flags)
 {
 	if (extracting)
 		dirty = 1;      /* metadata by name: committed at exit too */
-	if (nq && xenter()) {
+	if (pending() && xenter()) {
 		int saved = errno;
 
 		if ((flags & AT_EMPTY_PATH) && path && !*path && captured(dirfd))
@@ -1887,7 +2052,7 @@ static void by_name(int dirfd, const char *path, int flags)
 /* Calls that may depend on any pending file (links, renames, unlinks). */
 static void flush_all_first(void)
 {
-	if (nq && xenter()) {
+	if (pending() && xenter()) {
 		int saved = errno;
 
 		flush_queue();
@@ -1982,7 +2147,7 @@ static int stat_saw_pending(int r, const struct stat *sb)
 {
 	int again = 0;
 
-	if (r == 0 && nq && S_ISREG(sb->st_mode) && xenter()) {
+	if (r == 0 && pending() && S_ISREG(sb->st_mode) && xenter()) {
 		int saved = errno;
 
 		if (pending_inode(sb->st_dev, sb->st_ino)) {
@@ -2092,7 +2257,7 @@ static int do_open(int (*real)(const char *, int, ...), const char *path, int fl
 	before_open(AT_FDCWD, path, flags, 0);
 	leave();
 	fd = real(path, flags, mode);
-	if (fd >= 0 && nq && !(write_open(flags) && (flags & O_CREAT)) && xenter()) {
+	if (fd >= 0 && pending() && !(write_open(flags) && (flags & O_CREAT)) && xenter()) {
 		saved = errno;
 		after_open(fd, path, flags);
 		errno = saved;
@@ -2146,9 +2311,11 @@ static void plugin_off(void)
 
 static void after_fork_child(void)
 {
-	/* The context's threads did not come along: the child uses libc. */
+	/* The context's threads (and the flusher) did not come along: the child uses libc. */
 	active = 0;
 	ctx = NULL;
+	inflight = 0;
+	flusher_state = -1;
 }
 
 static enum sort_mode parse_sort(const char *v)
@@ -2293,13 +2460,14 @@ __attribute__((destructor)) static void bfo_tar_fini(void)
 		if (f) {
 			fprintf(f, "bfo-tar: served=%llu served_bytes=%llu fallback=%llu "
 				"skipped=%llu batches=%llu ios=%llu device_bytes=%llu "
-				"xfiles=%llu xbytes=%llu xflushes=%llu xdetached=%llu syncfs=%llu\n",
+				"xfiles=%llu xbytes=%llu xflushes=%llu xbehind=%llu xdetached=%llu syncfs=%llu\n",
 				(unsigned long long)st.served, (unsigned long long)st.served_bytes,
 				(unsigned long long)st.fallback, (unsigned long long)st.skipped,
 				(unsigned long long)st.batches, (unsigned long long)st.ios,
 				(unsigned long long)st.device_bytes, (unsigned long long)xst.files,
 				(unsigned long long)xst.bytes, (unsigned long long)xst.flushes,
-				(unsigned long long)xst.detached, (unsigned long long)xst.syncfs);
+				(unsigned long long)xst.behind, (unsigned long long)xst.detached,
+				(unsigned long long)xst.syncfs);
 			fclose(f);
 		}
 	}

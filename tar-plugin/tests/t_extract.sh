@@ -53,6 +53,8 @@ xcase "gnu" "$W/gnu.tar"
 (cd b && "$GNUTAR" -df "$W/gnu.tar" > ../d.out 2>&1) && pass "tar -d: no difference" || { fail "tar -d reports differences"; head -5 d.out; }
 xcase "posix + 2500 small files" "$W/posix.tar"
 [ "$(stat_of st xflushes)" -ge 3 ] && pass "bounded queue: $(stat_of st xflushes) flushes" || fail "only $(stat_of st xflushes) flushes for 3000 files"
+[ "$(stat_of st xbehind)" -ge 1 ] && pass "$(stat_of st xbehind) of them written by the flusher while tar went on (same tree as plain tar)" ||
+	fail "no generation went to the flusher"
 xcase "-z" "$W/z.tgz" -z
 xcase "-p --same-owner" "$W/gnu.tar" -p --same-owner
 xcase "--no-same-owner --no-same-permissions" "$W/gnu.tar" --no-same-owner --no-same-permissions
