@@ -212,11 +212,13 @@ public abstract class FileBatch implements Iterator<FileData>, Iterable<FileData
                 return;
             }
             closed = true;
-            if (current != null) {
-                current.invalidate();
+            // read once: the iterating thread moves these fields without this lock (next())
+            FileData c = current, l = lookahead;
+            if (c != null) {
+                c.invalidate();
             }
-            if (lookahead != null) {
-                lookahead.invalidate();
+            if (l != null) {
+                l.invalidate();
             }
         }
         if (busyElsewhere()) {
