@@ -13,7 +13,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.FileSystems;
 import java.nio.file.Path;
 import java.nio.file.ProviderMismatchException;
-import java.util.Arrays;
 
 /**
  * The bytes the kernel sees for a {@link Path}, and back.
@@ -145,12 +144,6 @@ final class PathBytes {
             return null;
         }
         return new String(b, off, len, StandardCharsets.ISO_8859_1);
-    }
-
-    /** {@link #toPath(byte[])} of b[off, off + len). */
-    static Path toPath(byte[] b, int off, int len) {
-        String ascii = asciiString(b, off, len);
-        return ascii != null ? Path.of(ascii) : toPath(Arrays.copyOfRange(b, off, off + len));
     }
 
     /** A Path for bytes the library reported (exact even for names not valid in sun.jnu.encoding when absolute). */

@@ -3,6 +3,7 @@ package io.github.bfo;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.Arrays;
 
 /**
  * Paths as the kernel takes them, each NUL-terminated, laid end to end: a
@@ -58,12 +59,12 @@ final class PathChunk {
         if (plain && !(len > 1 && bytes[off + len - 1] == '/')) {
             return text.substring(off, off + len);
         }
-        return null;
+        return PathBytes.asciiString(bytes, off, len);   // this path alone may still be plain
     }
 
     /** The Path of the bytes at [off, off + len). */
     Path path(int off, int len) {
         String s = string(off, len);
-        return s != null ? Path.of(s) : PathBytes.toPath(bytes, off, len);
+        return s != null ? Path.of(s) : PathBytes.toPath(Arrays.copyOfRange(bytes, off, off + len));
     }
 }
