@@ -98,11 +98,7 @@ final class BfoInputPartition implements InputPartition {
             return paths[i];
         }
         int from = start(i);
-        int to = from;
-        while (localPaths[to] != 0) {
-            to++;
-        }
-        return LOCAL + new String(localPaths, from, to - from, Charset.forName(charset));
+        return LOCAL + new String(localPaths, from, end(i) - 1 - from, Charset.forName(charset));
     }
 
     InternalRow partitionValues(int i) {
