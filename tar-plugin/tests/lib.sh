@@ -49,6 +49,15 @@ make_tree() {
 # stats FILE: the plugin's counter NAME from the last line.
 stat_of() { tail -1 "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 
+# need_strace: exit 77 (skipped) where strace is missing or cannot trace.
+need_strace() {
+	command -v strace > /dev/null || { echo "skip: no strace"; exit 77; }
+	strace -f -o /dev/null true 2> /dev/null || { echo "skip: strace cannot trace here"; exit 77; }
+}
+
+# calls TRACE 'name|name...': the calls of any of those names in an strace -f log.
+calls() { grep -cE "^[0-9]+ +($2)\(" "$1"; }
+
 # tree_sig DIR: every entry's type, mode, size, owner, mtime, link count and
 # symlink target, and every regular file's MD5 (what two trees must share).
 tree_sig() {

@@ -4,8 +4,7 @@
 # submissions or large preads of merged regions), far fewer I/O system
 # calls than files, and the archive stays the same.
 . "$(dirname "$0")/lib.sh"
-command -v strace > /dev/null || { echo "skip: no strace"; exit 77; }
-strace -f -o /dev/null true 2> /dev/null || { echo "skip: strace cannot trace here"; exit 77; }
+need_strace
 cd "$W"
 N=2000
 mkdir -p t/a t/b t/c t/d
@@ -20,8 +19,7 @@ main_reads() {  # read() calls of the first (tar's) thread
 	local pid; pid=$(head -1 "$1" | cut -d' ' -f1)
 	grep -cE "^$pid +read\(" "$1"
 }
-io_calls() { grep -cE '^[0-9]+ +(pread64|preadv2?|io_uring_enter)\(' "$1"; }
-pr=$(main_reads plain.tr); br=$(main_reads bfo.tr); bio=$(io_calls bfo.tr)
+pr=$(main_reads plain.tr); br=$(main_reads bfo.tr); bio=$(calls bfo.tr 'pread64|preadv2?|io_uring_enter')
 echo "plain tar: $pr read() calls on its thread; with the plugin: $br, plus $bio batched I/O calls ($(tail -1 st))"
 [ "$pr" -ge $N ] && pass "plain tar reads file by file ($pr reads)" || fail "plain tar made only $pr reads?"
 [ "$br" -lt $((N / 20)) ] && pass "tar's thread made $br reads" || fail "tar's thread still made $br reads"

@@ -5,8 +5,7 @@
 # pwrite64 where io_uring is missing), while the extracted tree (contents,
 # modes, owners, mtimes) is the same as plain tar's.
 . "$(dirname "$0")/lib.sh"
-command -v strace > /dev/null || { echo "skip: no strace"; exit 77; }
-strace -f -o /dev/null true 2> /dev/null || { echo "skip: strace cannot trace here"; exit 77; }
+need_strace
 cd "$W"
 N=2000
 mkdir -p t/a t/b t/c t/d
@@ -21,8 +20,7 @@ diff <(tree_sig p) <(tree_sig b) > sig.diff && pass "same tree (contents and met
 file_writes() {  # write() calls to files (not stdout/stderr) of every thread
 	grep -cE '^[0-9]+ +write\(([3-9]|[1-9][0-9]+),' "$1"
 }
-batched() { grep -cE '^[0-9]+ +(pwrite64|pwritev2?|io_uring_enter)\(' "$1"; }
-pw=$(file_writes plain.tr); bw=$(file_writes bfo.tr); bb=$(batched bfo.tr)
+pw=$(file_writes plain.tr); bw=$(file_writes bfo.tr); bb=$(calls bfo.tr 'pwrite64|pwritev2?|io_uring_enter')
 echo "plain tar: $pw write() calls to files; with the plugin: $bw, plus $bb batched submissions ($(tail -1 st))"
 [ "$pw" -ge $N ] && pass "plain tar writes file by file ($pw writes)" || fail "plain tar made only $pw writes?"
 [ "$bw" -lt $((N / 20)) ] && pass "with the plugin: $bw write() calls to files" || fail "with the plugin still $bw write() calls"
