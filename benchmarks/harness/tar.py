@@ -128,6 +128,37 @@ def _quote(s):
     return "'" + str(s).replace("'", "'\\''") + "'"
 
 
+def _timed_round(label, rnd, m, run, info, times, stats_file):
+    """One round of method m: run(stats_file) is timed into times[m], or its failure goes to info. Returns
+    (ok, the plugin's stats line or None): only the --use-bfo methods are given the stats file."""
+    if stats_file.exists():
+        stats_file.unlink()
+    r = run(stats_file)
+    if not r.ok:
+        info["methods"][m] = {"status": "FAILED", "error": (r.stderr or "").strip()[-500:]}
+        util.warn(f"{label} {m}: failed: {(r.stderr or '').strip()[-300:]}")
+        return False, None
+    times[m].append(r.seconds)
+    util.log(f"  round {rnd + 1} {m}: {r.seconds:.2f}s")
+    return True, stats_file.read_text().strip() if stats_file.exists() else None
+
+
+def _publish(info, times, methods, stats, block_of, *, results, md, outdir):
+    """The methods' times summarized into info (a method that failed in any round stays FAILED), then its
+    table block printed and the results written."""
+    for m, ts in times.items():
+        if ts and info["methods"].get(m, {}).get("status") != "FAILED":
+            info["methods"][m] = {"status": "ok", "seconds": util.summarize(ts), "runs": ts,
+                                  "description": methods[m][1]}
+    info["plugin_stats"] = stats
+    block = block_of(info)
+    md.append(block)
+    print("\n" + block, flush=True)
+    if outdir:
+        (outdir / "results.json").write_text(json.dumps(results, indent=1, default=str))
+        (outdir / "table.md").write_text("\n".join(md))
+
+
 def run_t1(*, set_names, files_4k, fs, repeat, do_verify, root, timeout, workdir, keep, scratch, results, md,
            outdir, cache, no_build=False):
     """Returns True when some method FAILED."""
@@ -147,34 +178,18 @@ def run_t1(*, set_names, files_4k, fs, repeat, do_verify, root, timeout, workdir
                 if any(v != "ok" for v in info["verify"].values()):
                     failed = True
             times = {m: [] for m in METHODS}
-            stats = {}
+            stats = ""
             util.log(f"T1 {name}: {len(METHODS)} methods x {repeat} rounds, {cache} cache")
             for rnd in range(repeat):
                 for m in METHODS:
-                    sf = Path(scratch) / "t1-bfo-stats"
-                    if sf.exists():
-                        sf.unlink()
-                    r = timed(m, parent, member, root=root, timeout=timeout, stats_file=sf)
-                    if not r.ok:
-                        failed = True
-                        info["methods"][m] = {"status": "FAILED", "error": (r.stderr or "").strip()[-500:]}
-                        util.warn(f"T1 {name} {m}: failed: {(r.stderr or '').strip()[-300:]}")
-                        continue
-                    times[m].append(r.seconds)
-                    if m == "tar-bfo" and sf.exists():
-                        stats = sf.read_text().strip()
-                    util.log(f"  round {rnd + 1} {m}: {r.seconds:.2f}s")
-            for m, ts in times.items():
-                if ts:
-                    info["methods"][m] = {"status": "ok", "seconds": util.summarize(ts), "runs": ts,
-                                          "description": METHODS[m][1]}
-            info["plugin_stats"] = stats
-            block = t1_heading(info, cache) + "\n\n" + t1_table(info) + "\n"
-            md.append(block)
-            print("\n" + block, flush=True)
-            if outdir:
-                (outdir / "results.json").write_text(json.dumps(results, indent=1, default=str))
-                (outdir / "table.md").write_text("\n".join(md))
+                    ok, st = _timed_round(
+                        f"T1 {name}", rnd, m,
+                        lambda sf, m=m: timed(m, parent, member, root=root, timeout=timeout, stats_file=sf),
+                        info, times, Path(scratch) / "t1-bfo-stats")
+                    failed |= not ok
+                    stats = st or stats
+            _publish(info, times, METHODS, stats, lambda i: t1_heading(i, cache) + "\n\n" + t1_table(i) + "\n",
+                     results=results, md=md, outdir=outdir)
     return failed
 
 
@@ -262,19 +277,15 @@ def run_t2(*, set_names, files_4k, fs, repeat, do_verify, root, timeout, workdir
                 for rnd in range(repeat):
                     for m in T2_METHODS:
                         droot = dest.new()
-                        sf = Path(scratch) / "t2-bfo-stats"
-                        if sf.exists():
-                            sf.unlink()
-                        r = _t2_timed(m, archive, droot, root=root, timeout=timeout, stats_file=sf)
-                        if not r.ok:
+                        ok, st = _timed_round(
+                            f"T2 {name}", rnd, m,
+                            lambda sf, m=m, d=droot: _t2_timed(m, archive, d, root=root, timeout=timeout,
+                                                               stats_file=sf),
+                            info, times, Path(scratch) / "t2-bfo-stats")
+                        if not ok:
                             failed = True
-                            info["methods"][m] = {"status": "FAILED", "error": (r.stderr or "").strip()[-500:]}
-                            util.warn(f"T2 {name} {m}: failed: {(r.stderr or '').strip()[-300:]}")
                             continue
-                        times[m].append(r.seconds)
-                        if m == "xtar-bfo" and sf.exists():
-                            stats = sf.read_text().strip()
-                        util.log(f"  round {rnd + 1} {m}: {r.seconds:.2f}s")
+                        stats = st or stats
                         if do_verify and rnd == 0:
                             dest.remount()
                             trees[m] = writecopy.listing(dest.root, hashes=True)
@@ -289,17 +300,9 @@ def run_t2(*, set_names, files_4k, fs, repeat, do_verify, root, timeout, workdir
             util.log(f"T2 {name}: trees plain vs --use-bfo: {info['verify']}")
             if not info["verify"].startswith("ok"):
                 failed = True
-        for m, ts in times.items():
-            if ts and info["methods"].get(m, {}).get("status") != "FAILED":
-                info["methods"][m] = {"status": "ok", "seconds": util.summarize(ts), "runs": ts,
-                                      "description": T2_METHODS[m][1]}
-        info["plugin_stats"] = stats
-        block = t2_heading(info, cache, fs) + "\n\n" + t2_table(info) + "\n"
-        md.append(block)
-        print("\n" + block, flush=True)
-        if outdir:
-            (outdir / "results.json").write_text(json.dumps(results, indent=1, default=str))
-            (outdir / "table.md").write_text("\n".join(md))
+        _publish(info, times, T2_METHODS, stats,
+                 lambda i: t2_heading(i, cache, fs) + "\n\n" + t2_table(i) + "\n",
+                 results=results, md=md, outdir=outdir)
     return failed
 
 
