@@ -199,19 +199,23 @@ def t1_heading(info, cache):
             f"--use-bfo: {info.get('verify', 'not verified')}. Plugin: {info.get('plugin_stats') or '-'}")
 
 
-def t1_table(info):
+def _table(info, methods, against):
+    """Median, range and the speed-up against each (column, baseline method) of against."""
     med = {m: r["seconds"]["median"] for m, r in info["methods"].items() if r.get("status") == "ok"}
     rows = []
-    for m in METHODS:
+    for m in methods:
         r = info["methods"].get(m)
         if not r or r.get("status") != "ok":
-            rows.append([m, "FAILED", "", "", ""])
+            rows.append([m, "FAILED", ""] + [""] * len(against))
             continue
         s = r["seconds"]
-        rows.append([m, f"{s['median']:.2f}", f"{s['min']:.2f}-{s['max']:.2f}",
-                     f"{med['tar-plain'] / s['median']:.2f}x" if "tar-plain" in med else "",
-                     f"{med['tar-inode'] / s['median']:.2f}x" if "tar-inode" in med else ""])
-    return util.md_table(["method", "median s", "range s", "vs plain", "vs --sort=inode"], rows)
+        rows.append([m, f"{s['median']:.2f}", f"{s['min']:.2f}-{s['max']:.2f}"] +
+                    [f"{med[b] / s['median']:.2f}x" if b in med else "" for _, b in against])
+    return util.md_table(["method", "median s", "range s"] + [title for title, _ in against], rows)
+
+
+def t1_table(info):
+    return _table(info, METHODS, [("vs plain", "tar-plain"), ("vs --sort=inode", "tar-inode")])
 
 
 T2_METHODS = {
@@ -314,17 +318,7 @@ def t2_heading(info, cache, fs):
 
 
 def t2_table(info):
-    med = {m: r["seconds"]["median"] for m, r in info["methods"].items() if r.get("status") == "ok"}
-    rows = []
-    for m in T2_METHODS:
-        r = info["methods"].get(m)
-        if not r or r.get("status") != "ok":
-            rows.append([m, "FAILED", "", ""])
-            continue
-        s = r["seconds"]
-        rows.append([m, f"{s['median']:.2f}", f"{s['min']:.2f}-{s['max']:.2f}",
-                     f"{med['xtar-plain'] / s['median']:.2f}x" if "xtar-plain" in med else ""])
-    return util.md_table(["method", "median s", "range s", "vs plain"], rows)
+    return _table(info, T2_METHODS, [("vs plain", "xtar-plain")])
 
 
 def main(args, *, root, cache):
