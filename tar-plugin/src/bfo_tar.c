@@ -41,7 +41,8 @@
  * BFO_TAR_ARENA_MB sets the memory for file data (default 128);
  * BFO_TAR_ENGINE=raw|uring|portable forces libbfo's engine (default auto);
  * BFO_TAR_EXTRACT=off leaves tar -x to libc; BFO_TAR_DURABILITY=none: no
- * syncfs after extraction.
+ * syncfs after extraction; BFO_TAR_SYNC_MB: a syncfs while extracting every
+ * so many MiB written (default 32, 0: at the end only).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -1155,7 +1156,7 @@ EXPORT int closedir(DIR *d)
  * that reaches one, a hard link, rename or unlink, a write-open without
  * O_EXCL, a stat that finds one), when tar closes its archive and at
  * exit, followed by one syncfs() per file system (BFO_TAR_DURABILITY=none:
- * no syncfs).  Data is queued only while it surely fits on its file system
+ * no syncfs; see the syncer for the ones before).  Data is queued only while it surely fits on its file system
  * (see "Free space"): a full file system is met by tar's own write().  A file that
  * grows beyond WFILE_MAX, or on which tar seeks, truncates, syncs or dups
  * (sparse members), is written out and handed back to libc.  A deferred
@@ -1166,6 +1167,7 @@ EXPORT int closedir(DIR *d)
 #define QUEUE_BYTES   (64ull << 20)
 #define WFILE_MAX     (1ull << 20)
 #define MAX_DEVS      16
+#define SYNC_EVERY    (32ull << 20)   /* BFO_TAR_SYNC_MB; 0: one syncfs at the end only */
 
 enum meta_op { M_TIMES, M_CHOWN, M_CHMOD };
 
@@ -1221,7 +1223,7 @@ static uint64_t devbs[MAX_DEVS];        /* block size */
 static int devlooked[MAX_DEVS];         /* looked since the last flush */
 
 static struct {
-	uint64_t files, bytes, flushes, behind, detached, syncfs;
+	uint64_t files, bytes, flushes, behind, detached, syncfs, early_syncfs;
 } xst;
 
 static ssize_t (*real_write)(int, const void *, size_t);
@@ -1482,6 +1484,8 @@ static pthread_mutex_t gen_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gen_cond = PTHREAD_COND_INITIALIZER;
 static struct wfile **gen;      /* handed to the flusher, not yet taken */
 static unsigned ngen;
+static uint64_t gen_blocks;     /* its files' sizes in whole blocks, for the syncer */
+static uint32_t gen_devmask;    /* bit i: some of its files are on devs[i] */
 static int gen_busy;            /* the flusher is writing one */
 static int flusher_state;       /* 0 not started, 1 running, -1 could not start: all on tar's thread */
 /* tar's thread only: the files of the generation in flight, for pending_inode() */
@@ -1490,28 +1494,107 @@ static dev_t *gen_dev;
 static ino_t *gen_ino;
 static unsigned ngen_ino;
 
+/*
+ * The syncer: every sync_every bytes the flusher has written, a syncfs()
+ * of their file systems on a thread of its own, so the disk writes back
+ * while tar is still creating files (the kernel would not start before
+ * its dirty limit, far above a typical archive) and the syncfs at the end
+ * only has the rest to do.  syncfs rather than a per-file
+ * sync_file_range: writeback of many inodes at once allocates and merges
+ * their blocks into large I/Os; per-file writeback issued small writes
+ * and was slower than one syncfs at the end.  An error it meets is kept
+ * for final_flush() (the file system reports it to one syncfs only).
+ */
+static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sync_cond = PTHREAD_COND_INITIALIZER;
+static uint32_t sync_want;      /* bit i: devfd[i] has data written since its last syncfs */
+static int sync_busy;
+static int sync_err[MAX_DEVS];  /* the first error an early syncfs met */
+static int syncer_state;        /* 0 not started, 1 running, -1 could not start */
+static uint64_t sync_every = SYNC_EVERY;
+
+static void *syncer(void *unused)
+{
+	(void)unused;
+	for (;;) {
+		uint32_t want;
+
+		pthread_mutex_lock(&sync_lock);
+		while (!sync_want)
+			pthread_cond_wait(&sync_cond, &sync_lock);
+		want = sync_want;
+		sync_want = 0;
+		sync_busy = 1;
+		pthread_mutex_unlock(&sync_lock);
+		for (unsigned i = 0; i < MAX_DEVS; i++) {
+			int r;
+
+			if (!(want & (1u << i)))
+				continue;
+			r = bfo_syncfs(devfd[i]);
+			pthread_mutex_lock(&sync_lock);
+			xst.early_syncfs++;
+			if (r < 0 && !sync_err[i])
+				sync_err[i] = r;
+			pthread_mutex_unlock(&sync_lock);
+		}
+		pthread_mutex_lock(&sync_lock);
+		sync_busy = 0;
+		pthread_cond_broadcast(&sync_cond);
+		pthread_mutex_unlock(&sync_lock);
+	}
+	return NULL;
+}
+
+/* The flusher is idle: no early syncfs runs, or is asked for, after this. */
+static void syncer_quiet(void)
+{
+	pthread_mutex_lock(&sync_lock);
+	sync_want = 0;
+	while (sync_busy)
+		pthread_cond_wait(&sync_cond, &sync_lock);
+	pthread_mutex_unlock(&sync_lock);
+}
+
 static void *flusher(void *unused)
 {
+	uint64_t unsynced = 0;
+	uint32_t devmask = 0;
+
 	(void)unused;
 	for (;;) {
 		struct wfile **g;
 		unsigned n;
+		uint64_t sync_bytes;
+		uint32_t sync_mask;
 
 		pthread_mutex_lock(&gen_lock);
 		while (!gen)
 			pthread_cond_wait(&gen_cond, &gen_lock);
 		g = gen;
 		n = ngen;
+		sync_bytes = gen_blocks;
+		sync_mask = gen_devmask;
 		gen = NULL;
 		gen_busy = 1;
 		pthread_mutex_unlock(&gen_lock);
 
 		write_out(g, n);
+		unsynced += sync_bytes;
+		devmask |= sync_mask;
 		for (unsigned i = 0; i < n; i++) {
 			real_close(g[i]->fd);
 			wfile_free(g[i]);
 		}
 		free(g);
+		if (syncer_state > 0 && unsynced >= sync_every) {
+			pthread_mutex_lock(&sync_lock);
+			sync_want |= devmask;
+			pthread_cond_broadcast(&sync_cond);
+			pthread_mutex_unlock(&sync_lock);
+			unsynced = 0;
+			devmask = 0;
+		}
 
 		pthread_mutex_lock(&gen_lock);
 		gen_busy = 0;
@@ -1543,10 +1626,16 @@ static int start_flusher(void)
 		return flusher_state > 0;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);       /* signals stay tar's */
+	/* the syncer first: the flusher reads syncer_state */
+	if (durability && sync_every) {
+		syncer_state = pthread_create(&t, NULL, syncer, NULL) == 0 ? 1 : -1;
+		if (syncer_state > 0)
+			pthread_detach(t);
+	}
 	flusher_state = pthread_create(&t, NULL, flusher, NULL) == 0 ? 1 : -1;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (flusher_state > 0)
 		pthread_detach(t);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return flusher_state > 0;
 }
 
@@ -1595,7 +1684,8 @@ static void flush_queue_behind(void)
 {
 	struct wfile **g;
 	unsigned k = 0, kept = 0;
-	uint64_t bytes = 0;
+	uint64_t bytes = 0, blocks = 0;
+	uint32_t mask = 0;
 	dev_t *dv;
 	ino_t *iv;
 
@@ -1621,6 +1711,8 @@ static void flush_queue_behind(void)
 			gen_dev[k] = w->dev;
 			gen_ino[k] = w->ino;
 			bytes += w->len;
+			blocks += blocks_of(w->di, w->written + w->len);
+			mask |= 1u << w->di;
 			k++;
 		} else {
 			queue[kept++] = w;
@@ -1640,6 +1732,8 @@ static void flush_queue_behind(void)
 	pthread_mutex_lock(&gen_lock);
 	gen = g;
 	ngen = k;
+	gen_blocks = blocks;
+	gen_devmask = mask;
 	pthread_cond_signal(&gen_cond);
 	pthread_mutex_unlock(&gen_lock);
 }
@@ -1820,9 +1914,14 @@ static void final_flush(void)
 	if (!dirty)
 		return;
 	dirty = 0;
+	syncer_quiet();
 	for (unsigned i = 0; i < ndevs; i++) {
 		if (durability) {
 			int r = bfo_syncfs(devfd[i]);
+
+			if (r == 0 && sync_err[i])
+				r = sync_err[i];
+			sync_err[i] = 0;
 
 			xst.syncfs++;
 			if (r < 0)
@@ -2311,11 +2410,13 @@ static void plugin_off(void)
 
 static void after_fork_child(void)
 {
-	/* The context's threads (and the flusher) did not come along: the child uses libc. */
+	/* The context's threads (and the flusher and syncer) did not come along: the child uses libc. */
 	active = 0;
 	ctx = NULL;
 	inflight = 0;
 	flusher_state = -1;
+	syncer_state = -1;
+	sync_busy = 0;
 }
 
 static enum sort_mode parse_sort(const char *v)
@@ -2411,7 +2512,7 @@ static void strip_preload(void)
 
 __attribute__((constructor)) static void bfo_tar_init(void)
 {
-	const char *mb = getenv("BFO_TAR_ARENA_MB");
+	const char *mb = getenv("BFO_TAR_ARENA_MB"), *sync_mb = getenv("BFO_TAR_SYNC_MB");
 
 	engine_env = getenv("BFO_TAR_ENGINE");
 
@@ -2423,6 +2524,8 @@ __attribute__((constructor)) static void bfo_tar_init(void)
 	if (mb && atoi(mb) >= 16)
 		arena_bytes = (uint64_t)atoi(mb) << 20;
 	batch_bytes = arena_bytes / 4;
+	if (sync_mb)
+		sync_every = (uint64_t)atoi(sync_mb) << 20;
 	held_budget = arena_bytes - arena_bytes / 4;
 	read_sort_mode();
 	tar_thread = pthread_self();
@@ -2460,14 +2563,15 @@ __attribute__((destructor)) static void bfo_tar_fini(void)
 		if (f) {
 			fprintf(f, "bfo-tar: served=%llu served_bytes=%llu fallback=%llu "
 				"skipped=%llu batches=%llu ios=%llu device_bytes=%llu "
-				"xfiles=%llu xbytes=%llu xflushes=%llu xbehind=%llu xdetached=%llu syncfs=%llu\n",
+				"xfiles=%llu xbytes=%llu xflushes=%llu xbehind=%llu xdetached=%llu syncfs=%llu early_syncfs=%llu\n",
 				(unsigned long long)st.served, (unsigned long long)st.served_bytes,
 				(unsigned long long)st.fallback, (unsigned long long)st.skipped,
 				(unsigned long long)st.batches, (unsigned long long)st.ios,
 				(unsigned long long)st.device_bytes, (unsigned long long)xst.files,
 				(unsigned long long)xst.bytes, (unsigned long long)xst.flushes,
 				(unsigned long long)xst.behind, (unsigned long long)xst.detached,
-				(unsigned long long)xst.syncfs);
+				(unsigned long long)xst.syncfs,
+				(unsigned long long)xst.early_syncfs);
 			fclose(f);
 		}
 	}

@@ -55,6 +55,10 @@ xcase "posix + 2500 small files" "$W/posix.tar"
 [ "$(stat_of st xflushes)" -ge 3 ] && pass "bounded queue: $(stat_of st xflushes) flushes" || fail "only $(stat_of st xflushes) flushes for 3000 files"
 [ "$(stat_of st xbehind)" -ge 1 ] && pass "$(stat_of st xbehind) of them written by the flusher while tar went on (same tree as plain tar)" ||
 	fail "no generation went to the flusher"
+# Early durability: a syncfs every MiB written (in whole blocks) while tar goes on.
+BFO_TAR_SYNC_MB=1 xcase "posix + 2500 small files, a syncfs per MiB" "$W/posix.tar"
+[ "$(stat_of st early_syncfs)" -ge 2 ] && pass "$(stat_of st early_syncfs) syncfs while tar went on, $(stat_of st syncfs) at the end (same tree as plain tar)" ||
+	fail "early_syncfs=$(stat_of st early_syncfs) with BFO_TAR_SYNC_MB=1"
 xcase "-z" "$W/z.tgz" -z
 xcase "-p --same-owner" "$W/gnu.tar" -p --same-owner
 xcase "--no-same-owner --no-same-permissions" "$W/gnu.tar" --no-same-owner --no-same-permissions
