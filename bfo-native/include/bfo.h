@@ -240,6 +240,20 @@ long bfo_read_submit_packed(struct bfo_ctx *ctx, const char *buf, size_t len);
 int bfo_read_finish(struct bfo_ctx *ctx);
 
 /*
+ * bfo_read_flush - plan the paths submitted so far now, without ending the
+ * batch.  A window is otherwise formed only when it is full (or at
+ * bfo_read_finish()); a caller that learns its paths a few hundred at a
+ * time (the tar plugin, from tar's directory listings) flushes after each
+ * lot and keeps submitting: every lot is delivered without a finish, the
+ * indices go on counting, and while one lot's data is read the next one's
+ * metadata phase runs, where a batch per lot would leave the device idle
+ * between them.  Returns 0 (also after bfo_read_finish(): nothing to do),
+ * -EINVAL when no batch was started, -ECANCELED while a stopped batch is
+ * not yet drained.
+ */
+int bfo_read_flush(struct bfo_ctx *ctx);
+
+/*
  * bfo_read_wait - fetch completed entries, in completion order.
  *
  * Blocks until at least one entry is ready or timeout_ms passes (-1: no
@@ -249,8 +263,8 @@ int bfo_read_finish(struct bfo_ctx *ctx);
  *
  * Returns the number of entries (> 0); 0 when the batch has ended (all
  * entries delivered after bfo_read_finish(), or the batch was stopped);
- * -EAGAIN when nothing is in flight and the batch needs more paths or
- * bfo_read_finish(); -ENOBUFS when the arena is full of entries the
+ * -EAGAIN when nothing is in flight and the batch needs more paths,
+ * bfo_read_flush() or bfo_read_finish(); -ENOBUFS when the arena is full of entries the
  * caller still holds and nothing else can complete; -ETIME on timeout;
  * -EINVAL when no batch was started.
  */

@@ -186,7 +186,16 @@ BFO_API int bfo_ctx_create(struct bfo_ctx **out, const struct bfo_opts *opts)
 	if (ret)
 		goto fail_free;
 	pthread_mutex_init(&ctx->lock, NULL);
-	pthread_cond_init(&ctx->cond, NULL);
+	{
+		/* bfo_read_wait's deadline is on CLOCK_MONOTONIC (a clock step
+		 * must not end or stretch a wait) */
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&ctx->cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	ctx->ticket_free = UINT32_MAX;
 	ctx->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (ctx->evfd < 0) {
@@ -387,7 +396,7 @@ void ctx_feed_planner_locked(struct bfo_ctx *ctx)
 
 		if (n == 0)
 			return;
-		if (n < want && ctx->bstate != B_FINISHED)
+		if (n < want && ctx->bstate != B_FINISHED && ctx->cut_count == 0)
 			return;
 		if (ctx->nplanning + ctx->nplanned + ctx->nactive > BFO_LOOKAHEAD)
 			return;
@@ -414,6 +423,7 @@ void ctx_feed_planner_locked(struct bfo_ctx *ctx)
 		}
 		ctx->in_pos += len;
 		ctx->in_count -= n;
+		ctx->cut_count = ctx->cut_count > n ? ctx->cut_count - n : 0;
 		if (ctx->in_count == 0)
 			ctx->in_pos = ctx->in_len = 0;
 		w->undelivered = (uint32_t)n;
@@ -501,7 +511,7 @@ void ctx_push_result_locked(struct bfo_ctx *ctx, struct window *w, uint32_t ei,
 		ctx->stop_on_error_hit = true;
 		ctx->bstate = B_STOPPING;
 		ctx->in_len = ctx->in_pos = 0;
-		ctx->in_count = 0;
+		ctx->in_count = ctx->cut_count = 0;
 		ctx_wake_dispatcher(ctx);
 	}
 	/* No wake-up per entry: the dispatcher wakes a waiting caller once
@@ -515,6 +525,7 @@ static void batch_begin_locked(struct bfo_ctx *ctx)
 	memset(&ctx->st, 0, sizeof(ctx->st));
 	memset(ctx->bytes_by_engine, 0, sizeof(ctx->bytes_by_engine));
 	ctx->next_index = 0;
+	ctx->cut_count = 0;
 	ctx->next_window_files = MIN(ctx->o.window_files, FIRST_WINDOW_FILES);
 	ctx->stop_on_error_hit = false;
 	ctx->bstate = B_ACTIVE;
@@ -649,6 +660,25 @@ BFO_API int bfo_read_finish(struct bfo_ctx *ctx)
 	return ret;
 }
 
+BFO_API int bfo_read_flush(struct bfo_ctx *ctx)
+{
+	int ret = 0;
+
+	if (!ctx)
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	if (ctx->bstate == B_ACTIVE) {
+		ctx->cut_count = ctx->in_count;
+		ctx_feed_planner_locked(ctx);
+	} else if (ctx->bstate == B_IDLE) {
+		ret = -EINVAL;
+	} else if (ctx->bstate == B_STOPPING) {
+		ret = -ECANCELED;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
+}
+
 static bool work_in_flight_locked(struct bfo_ctx *ctx)
 {
 	return ctx->nplanning || ctx->nplanned || ctx->nactive;
@@ -753,7 +783,7 @@ static void stop_locked(struct bfo_ctx *ctx)
 		ctx->res_count--;
 	}
 	ctx->in_len = ctx->in_pos = 0;
-	ctx->in_count = 0;
+	ctx->in_count = ctx->cut_count = 0;
 	ctx->bstate = B_STOPPING;
 	ctx_wake_dispatcher(ctx);
 	pthread_cond_broadcast(&ctx->cond);

@@ -249,6 +249,7 @@ struct bfo_ctx {
 	char *in_buf;              /* pending paths, NUL-separated */
 	size_t in_len, in_cap, in_pos;
 	uint64_t in_count;         /* paths in in_buf not yet in a window */
+	uint64_t cut_count;        /* of those, planned now even below a window (bfo_read_flush) */
 	uint32_t serial;
 	unsigned nplanning;
 	struct window *planned_head, *planned_tail;  /* phase 1 done, plan not built */
