@@ -18,8 +18,11 @@
  * So the listing tells us which regular files tar is about to open, and in
  * which order.  A finished listing becomes a "group" on a stack that
  * mirrors tar's recursion.  From the groups (newest first) the plugin cuts
- * bounded batches (files, bytes) and hands them to one libbfo context,
- * which reads each batch with few large sorted I/Os on its own threads.
+ * bounded lots (files, bytes) and hands them to one libbfo batch that
+ * stays open (bfo_read_flush() after each lot), which reads each lot with
+ * few large sorted I/Os on its own threads.  Two lots are in flight, so
+ * the next lot's metadata phase overlaps this one's data and the device
+ * does not wait between lots.
  * Delivered files wait in libbfo's arena.  When tar opens one of them, the
  * open still goes to libc (tar keeps a real fd for fstat, xattrs, errors),
  * then the fd's identity, size, mtime and ctime are compared with what the
@@ -73,7 +76,9 @@
 
 #define FDTAB_MAX     65536            /* fds above are never served */
 #define SERVE_MAX     (1ull << 20)     /* larger files: libc (tar reads them well) */
-#define BATCH_FILES   4096u
+#define BATCH_FILES   4096u            /* files of a lot, at most */
+#define MAX_LOTS      2u               /* lots being read at once */
+#define MAX_LIVE      4u               /* lots whose data is not all given back */
 #define WAIT_MAX      64u
 #define MAX_KIDS      1024u           /* directories listed ahead, at most */
 
@@ -81,7 +86,7 @@ enum sort_mode { SORT_NONE, SORT_NAME, SORT_INODE };
 
 enum ent_state {
 	E_NEW,          /* announced by a listing, not submitted */
-	E_INFLIGHT,     /* in the current libbfo batch */
+	E_INFLIGHT,     /* submitted to libbfo, not delivered */
 	E_READY,        /* data in the arena, waiting for tar's open */
 	E_DONE,         /* served, skipped or failed: tar's open goes to libc */
 };
@@ -92,7 +97,8 @@ struct ent {
 	char *name;
 	uint64_t ino;           /* d_ino, for --sort=inode */
 	uint32_t state;
-	uint32_t bindex;        /* index in the current batch while E_INFLIGHT */
+	uint32_t epoch;         /* the libbfo batch it was submitted to */
+	uint64_t bindex;        /* index in that batch */
 	struct group *g;
 	struct bfo_file f;      /* valid in E_READY */
 };
@@ -129,6 +135,7 @@ struct group {
 struct served {                 /* an fd of tar's whose read()s we answer */
 	struct bfo_file f;      /* data released once consumed (data == NULL) */
 	uint64_t pos;
+	uint32_t epoch;
 };
 
 /* ------------------------------------------------------------ real calls */
@@ -197,15 +204,36 @@ static enum sort_mode sort_mode;
 static struct bfo_ctx *ctx;
 static uint64_t arena_bytes = 128ull << 20;
 static const char *engine_env;   /* BFO_TAR_ENGINE: raw, uring, portable (default auto) */
-static uint64_t batch_bytes;    /* a quarter of the arena */
-static uint64_t held_budget;    /* ready + in flight, at most this */
+static uint64_t batch_bytes;    /* of a lot: a quarter of the arena */
+static uint64_t held_budget;    /* bytes of the live lots, at most this */
 static uint64_t held_bytes;     /* ready data not yet consumed */
 
 static struct group *top;       /* newest listing */
-static struct ent **bent;       /* current batch: index -> entry (NULL: gone) */
+/*
+ * libbfo's batch stays open while tar runs; the plugin submits lots to it.
+ * A lot lives until all its files were delivered and given back: libbfo
+ * keeps a group's arena chunk until the last file in it is released, so
+ * a lot tar has mostly read still holds all of its memory.  The budget
+ * therefore counts the bytes of the live lots, not the bytes held.
+ * bent maps batch index bbase + i to its entry (NULL once delivered or
+ * gone) over the live lots, oldest first.  epoch counts libbfo batches
+ * (a new one after a cancel counts its indices from 0 again): a file of
+ * an earlier batch given back late counts for no lot.
+ */
+static struct ent **bent;
+static uint64_t bbase;
 static unsigned bn, bcap;
-static int batch_active;
-static uint64_t batch_bytes_now;
+static struct lot {
+	uint64_t end;           /* batch index after its last file */
+	unsigned left;          /* files not yet delivered */
+	unsigned out;           /* files not yet given back to libbfo */
+	uint64_t bytes;
+} lots[MAX_LIVE];
+static unsigned nlots;          /* live lots */
+static unsigned nreading;       /* of them, with files not yet delivered */
+static uint64_t lots_bytes;     /* of the live lots */
+static uint32_t epoch;
+static int batch_open;          /* libbfo's batch was started and not ended */
 
 static struct served *fdtab[FDTAB_MAX];
 
@@ -234,10 +262,46 @@ static inline void leave(void)
 	in_hook = 0;
 }
 
-static void release_file(struct bfo_file *f)
+static struct lot *lot_of(uint64_t i)
 {
+	for (unsigned l = 0; l < nlots; l++)
+		if (i < lots[l].end)
+			return i >= (l ? lots[l - 1].end : bbase) ? &lots[l] : NULL;
+	return NULL;
+}
+
+/* Dead lots leave from the oldest end, with their part of bent. */
+static void lots_retire(void)
+{
+	while (nlots && !lots[0].left && !lots[0].out) {
+		unsigned k = (unsigned)(lots[0].end - bbase);
+
+		memmove(bent, bent + k, (bn - k) * sizeof(*bent));
+		bn -= k;
+		bbase = lots[0].end;
+		lots_bytes -= lots[0].bytes;
+		memmove(lots, lots + 1, --nlots * sizeof(*lots));
+	}
+}
+
+/* Give a delivered entry back to libbfo (of batch ep). */
+static void release_file(struct bfo_file *f, uint32_t ep)
+{
+	struct lot *l;
+
 	if (ctx)
 		bfo_read_release(ctx, f, 1);
+	if (ep == epoch && (f->flags & BFO_FILE_LAST) && (l = lot_of(f->index)) && l->out) {
+		l->out--;
+		lots_retire();
+	}
+}
+
+/* Ready data tar will not read from us after all, or has read. */
+static void drop_held(struct bfo_file *f, uint32_t ep)
+{
+	held_bytes -= f->length;
+	release_file(f, ep);
 }
 
 /* ------------------------------------------------------------ groups */
@@ -310,8 +374,8 @@ static void ent_landed(struct ent *e, uint32_t state)
 {
 	struct group *g = e->g;
 
-	if (e->bindex < bn)
-		bent[e->bindex] = NULL;
+	if (e->bindex >= bbase && e->bindex - bbase < bn)
+		bent[e->bindex - bbase] = NULL;
 	e->state = state;
 	if (--g->inflight == 0 && g->gone) {
 		group_unlink(g);
@@ -442,8 +506,8 @@ static int ctx_start(void)
 	return 0;
 }
 
-/* The batch ended: whatever it did not deliver goes to libc. */
-static void batch_ended(void)
+/* libbfo's batch ended (cancelled): whatever it did not deliver goes to libc. */
+static void batch_over(void)
 {
 	struct bfo_stats s;
 
@@ -455,24 +519,26 @@ static void batch_ended(void)
 		st.device_bytes += s.device_bytes;
 	}
 	bn = 0;
-	batch_active = 0;
-	batch_bytes_now = 0;
+	bbase = 0;              /* a new batch counts from 0 again */
+	nlots = nreading = 0;
+	lots_bytes = 0;
+	batch_open = 0;
+	epoch++;                /* its entries still held count for no lot */
 }
 
 static void take(struct bfo_file *f)
 {
-	struct ent *e = f->index < bn ? bent[f->index] : NULL;
+	struct ent *e = f->index >= bbase && f->index - bbase < bn ? bent[f->index - bbase] : NULL;
+	struct lot *l = (f->flags & BFO_FILE_LAST) ? lot_of(f->index) : NULL;
 
+	if (l && l->left && --l->left == 0)
+		nreading--;
 	if (!e || f->status < 0 || f->offset != 0 || f->length != f->size ||
-	    !(f->flags & BFO_FILE_LAST) || !f->data) {
-		release_file(f);
+	    !(f->flags & BFO_FILE_LAST) || !f->data || e->g->gone) {
+		/* failed, changed, or tar left that directory already */
 		if (e)
 			ent_landed(e, E_DONE);
-		return;
-	}
-	if (e->g->gone) {       /* tar left that directory already */
-		release_file(f);
-		ent_landed(e, E_DONE);
+		release_file(f, epoch);
 		return;
 	}
 	e->f = *f;
@@ -484,31 +550,38 @@ static void topup(void);
 
 /*
  * Collect results.  until == NULL: whatever is there now; else wait until
- * that entry has landed (or the batch ended).
+ * that entry has landed.  to_idle: wait until every lot is out.  A lot
+ * that retires makes room for the next one.
  */
-static void pump(struct ent *until, int to_batch_end)
+static void pump(struct ent *until, int to_idle)
 {
 	struct bfo_file fs[WAIT_MAX];
 
-	while (batch_active) {
-		int wait_ms = (to_batch_end || (until && until->state == E_INFLIGHT)) ? -1 : 0;
+	while (nreading) {
+		int wait_ms = (to_idle || (until && until->state == E_INFLIGHT)) ? -1 : 0;
 		int k = bfo_read_wait(ctx, fs, WAIT_MAX, wait_ms);
 
 		if (k > 0) {
+			unsigned before = nreading;
+
 			for (int i = 0; i < k; i++)
 				take(&fs[i]);
+			if (nreading < before && !to_idle)
+				topup();
 			continue;
 		}
-		if (k == 0) {
-			batch_ended();
-			if (to_batch_end)
-				return;
-			topup();
+		if (k == 0) {           /* cancelled below, or libbfo stopped it */
+			batch_over();
+			if (!to_idle)
+				topup();
 			continue;
 		}
 		if (k == -ETIME)
 			return;
-		if (k == -ENOBUFS) {    /* all held by tar-to-be: give up this batch */
+		if (k == -ENOBUFS || k == -EAGAIN) {
+			/* ENOBUFS: the arena is all held by tar-to-be; EAGAIN:
+			 * lots still counted but nothing in flight (cannot
+			 * happen).  Give up what is in flight: libc reads it. */
 			bfo_read_cancel(ctx);
 			continue;
 		}
@@ -528,16 +601,18 @@ static int bent_add(struct ent *e)
 		bent = p;
 		bcap = nc;
 	}
-	e->bindex = bn;
+	e->bindex = bbase + bn;
+	e->epoch = epoch;
 	bent[bn++] = e;
 	return 0;
 }
 
-/* A batch being put together. */
+/* A lot being put together. */
 struct cut {
 	char *buf;
 	size_t len, cap;
 	uint64_t bytes;
+	unsigned files;
 	int full;
 };
 
@@ -561,8 +636,8 @@ static void cut_from(struct cut *c, struct group *g)
 
 		if (e->state != E_NEW)
 			continue;
-		if (bn >= BATCH_FILES || c->bytes >= batch_bytes ||
-		    held_bytes + c->bytes >= held_budget) {
+		if (c->files >= BATCH_FILES || c->bytes >= batch_bytes ||
+		    lots_bytes + c->bytes >= held_budget) {
 			c->full = 1;
 			return;
 		}
@@ -601,6 +676,7 @@ static void cut_from(struct cut *c, struct group *g)
 		e->state = E_INFLIGHT;
 		g->inflight++;
 		c->bytes += (uint64_t)sb.st_size;
+		c->files++;
 	}
 }
 
@@ -659,8 +735,7 @@ static void group_close(struct group *g)
 		struct ent *e = &g->e[i];
 
 		if (e->state == E_READY) {
-			held_bytes -= e->f.length;
-			release_file(&e->f);
+			drop_held(&e->f, e->epoch);
 			e->state = E_DONE;
 		}
 	}
@@ -716,46 +791,48 @@ static void entered(const char *path)
 }
 
 /*
- * Start the next batch if none runs and memory allows: the files of the
- * newest listings first, each followed by the subdirectories listed ahead
- * (more are listed as long as the batch has room), then older listings.
+ * Start lots until MAX_LOTS are in flight or memory is spoken for: the
+ * files of the newest listings first, each followed by the subdirectories
+ * listed ahead (more are listed as long as the lot has room), then older
+ * listings.  Each lot is flushed into libbfo's open batch at once.
  */
 static void topup(void)
 {
-	struct cut c = { 0 };
-
-	if (batch_active || !active || !tar_reads || held_bytes >= held_budget)
-		return;
-	for (struct group *g = top; g && !c.full; g = g->older) {
-		if (g->gone || !g->listed)
-			continue;
-		cut_from(&c, g);
-		for (size_t i = 0; i < g->nkids && !c.full; i++)
-			if (g->kids[i])
-				cut_from(&c, g->kids[i]);
-		while (!c.full && g->next_sub < g->nd) {
-			struct group *k = list_ahead(g);
-
-			if (k)
-				cut_from(&c, k);
-			else if (kids_alive >= MAX_KIDS)
-				break;
-		}
-	}
-	if (bn == 0) {
-		free(c.buf);
-		return;
-	}
-	if (ctx_start() < 0) {
-		free(c.buf);
-		batch_active = 1;       /* so batch_ended() can undo the entries */
-		batch_ended();
-		plugin_off();
-		return;
-	}
-	{
+	/* Only with room for a whole lot: a sliver of budget freed by each
+	 * file tar reads would otherwise start lots of a few files each. */
+	while (nreading < MAX_LOTS && nlots < MAX_LIVE && active && tar_reads &&
+	       lots_bytes + batch_bytes <= held_budget) {
+		struct cut c = { 0 };
+		unsigned first = bn;
 		size_t done = 0;
 
+		for (struct group *g = top; g && !c.full; g = g->older) {
+			if (g->gone || !g->listed)
+				continue;
+			cut_from(&c, g);
+			for (size_t i = 0; i < g->nkids && !c.full; i++)
+				if (g->kids[i])
+					cut_from(&c, g->kids[i]);
+			while (!c.full && g->next_sub < g->nd) {
+				struct group *k = list_ahead(g);
+
+				if (k)
+					cut_from(&c, k);
+				else if (kids_alive >= MAX_KIDS)
+					break;
+			}
+		}
+		if (bn == first) {
+			free(c.buf);
+			return;
+		}
+		if (ctx_start() < 0) {
+			free(c.buf);
+			for (; bn > first; bn--)
+				ent_landed(bent[bn - 1], E_DONE);
+			plugin_off();
+			return;
+		}
 		while (done < c.len) {
 			long k = bfo_read_submit_packed(ctx, c.buf + done, c.len - done);
 
@@ -764,13 +841,19 @@ static void topup(void)
 			done += (size_t)k;
 		}
 		free(c.buf);
-		batch_active = 1;
-		batch_bytes_now = c.bytes;
+		batch_open = 1;
+		lots[nlots].end = bbase + bn;
+		lots[nlots].left = lots[nlots].out = bn - first;
+		lots[nlots].bytes = c.bytes;
+		nlots++;
+		nreading++;
+		lots_bytes += c.bytes;
 		st.batches++;
-		if (done < c.len || bfo_read_finish(ctx) < 0) {
-			/* Cannot happen with BATCH_FILES below the input queue;
-			 * if it does, what was not taken goes to libc. */
+		if (done < c.len || bfo_read_flush(ctx) < 0) {
+			/* Cannot happen with two lots of BATCH_FILES below the
+			 * input queue; if it does, what is in flight goes to libc. */
 			bfo_read_cancel(ctx);
+			return;
 		}
 	}
 }
@@ -832,17 +915,16 @@ static void serve(int fd, struct ent *e)
 	e->state = E_DONE;
 	if (fd >= FDTAB_MAX || fstat(fd, &sb) < 0 || !same_file(&e->f, &sb) ||
 	    !(s = malloc(sizeof(*s)))) {
-		held_bytes -= e->f.length;
-		release_file(&e->f);
+		drop_held(&e->f, e->epoch);
 		st.fallback++;
 		return;
 	}
 	s->f = e->f;
 	s->pos = 0;
+	s->epoch = e->epoch;
 	if (fdtab[fd]) {                /* cannot be: tar closed it before */
 		free(s);
-		held_bytes -= e->f.length;
-		release_file(&e->f);
+		drop_held(&e->f, e->epoch);
 		return;
 	}
 	fdtab[fd] = s;
@@ -855,8 +937,7 @@ static void unserve(int fd)
 
 	fdtab[fd] = NULL;
 	if (s->f.data) {
-		held_bytes -= s->f.length;
-		release_file(&s->f);
+		drop_held(&s->f, s->epoch);
 	}
 	free(s);
 }
@@ -885,8 +966,7 @@ static int do_openat(int (*real)(int, const char *, int, ...), int dirfd,
 		if (fd >= 0) {
 			serve(fd, e);
 		} else {
-			held_bytes -= e->f.length;
-			release_file(&e->f);
+			drop_held(&e->f, e->epoch);
 			e->state = E_DONE;
 		}
 		topup();
@@ -966,8 +1046,7 @@ EXPORT ssize_t read(int fd, void *buf, size_t n)
 		s->pos += k;
 		st.served_bytes += k;
 		if (s->pos == s->f.length && s->f.data) {
-			held_bytes -= s->f.length;
-			release_file(&s->f);
+			drop_held(&s->f, s->epoch);
 			s->f.data = NULL;
 		}
 		leave();
@@ -2395,7 +2474,7 @@ EXPORT int __open_2(const char *path, int flags)
 /* Stop reading ahead; fds being served stay served (their data is held). */
 static void plugin_off(void)
 {
-	if (ctx && batch_active) {
+	if (ctx && batch_open) {
 		struct bfo_file fs[WAIT_MAX];
 		int k;
 
@@ -2403,7 +2482,7 @@ static void plugin_off(void)
 		while ((k = bfo_read_wait(ctx, fs, WAIT_MAX, -1)) > 0)
 			for (int i = 0; i < k; i++)
 				take(&fs[i]);
-		batch_ended();
+		batch_over();
 	}
 	active = 0;
 }
