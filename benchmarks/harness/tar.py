@@ -7,6 +7,9 @@ loop device, as the read scenario makes it), cold cache before every run
   tar-plain    tar -cf - -C MNT SET | cat > /dev/null
   tar-inode    tar --sort=inode -cf - ...
   tar-bfo      tar --use-bfo -cf - ...     (tar-plugin/bin/tar, libbfo_tar.so)
+  bfo-read     bfo read MNT/SET             (a reference, not a tar: the set
+               read in one libbfo batch planned over all of it, which
+               tar-bfo, reading bounded lots in tar's order, cannot beat)
 
 The archive goes to a pipe read by a consumer (cat), never to /dev/null
 (GNU tar does not read the files when the archive is /dev/null), so every
@@ -30,6 +33,9 @@ system (mkfs before every run, as W1/M1), cold cache before every run:
   xtar-bfo     cd DST && tar --use-bfo -xf ARCHIVE && sync
                (the plugin commits at exit itself; the same sync is
                timed for fairness)
+  cat-copy     cd DST && cat ARCHIVE > one-file && sync
+               (a reference, not a tar: the archive read and its bytes
+               written as one file, with nothing to create per member)
 
 In the first round each extracted tree is listed (untimed, after a
 remount, so from the device) and the two trees must be identical: every
@@ -57,7 +63,12 @@ METHODS = {
     "tar-plain": ([], "GNU tar -cf - DIR | cat"),
     "tar-inode": (["--sort=inode"], "GNU tar --sort=inode -cf - DIR | cat"),
     "tar-bfo": (["--use-bfo"], "tar --use-bfo -cf - DIR | cat (libbfo_tar.so preloaded)"),
+    # A reference, not a tar: the same files read by libbfo in one batch
+    # planned over the whole set, with no tar, no archive and no memory
+    # bound on the plan: what tar-bfo's bounded lots cannot beat.
+    "bfo-read": (None, "bfo read DIR (the set in one libbfo batch; no tar, no archive)"),
 }
+BFO_CLI = REPO / "bfo-native" / "build" / "bfo"
 
 
 def gnu_tar():
@@ -128,6 +139,9 @@ def timed(method, parent, name, *, root, timeout, stats_file):
     """One cold run: the archive into a 1 MiB pipe read by cat (started
     before the clock; after tar exits it has at most the pipe's 1 MiB left)."""
     runner.cold(root)
+    if method == "bfo-read":
+        return util.run([BFO_CLI, "read", "--no-progress", Path(parent) / name], stdout=subprocess.DEVNULL,
+                        timeout=timeout)
     env = _env()
     if method == "tar-bfo":
         env["BFO_TAR_STATS"] = str(stats_file)
@@ -250,12 +264,19 @@ def t1_table(info):
 T2_METHODS = {
     "xtar-plain": ([], "cd DST && GNU tar -xf ARCHIVE && sync"),
     "xtar-bfo": (["--use-bfo"], "cd DST && tar --use-bfo -xf ARCHIVE && sync (libbfo_tar.so preloaded)"),
+    # A reference, not a tar: the archive's bytes read and written back as
+    # one file, then sync: the same reading and about the same writing as an
+    # extraction, with no file to create and no metadata.
+    "cat-copy": (None, "cd DST && cat ARCHIVE > one-file && sync (no tar)"),
 }
 
 
 def _t2_timed(method, archive, dest_dir, *, root, timeout, stats_file):
     """One cold run: extract ARCHIVE into dest_dir, then sync."""
     runner.cold(root)
+    if method == "cat-copy":
+        return util.run(["bash", "-c", f"cd {_quote(dest_dir)} && cat {_quote(archive)} > one-file && sync"],
+                        timeout=timeout)
     tar = " ".join(_quote(a) for a in [str(FRONT)] + T2_METHODS[method][0] + ["-xf", str(archive)])
     env = _env()
     if method == "xtar-bfo":
@@ -319,7 +340,7 @@ def run_t2(*, set_names, files_4k, fs, repeat, do_verify, root, timeout, workdir
                             failed = True
                             continue
                         stats = st or stats
-                        if do_verify and rnd == 0:
+                        if do_verify and rnd == 0 and m != "cat-copy":
                             dest.remount()
                             trees[m] = writecopy.listing(dest.root, hashes=True)
                     info["filesystems_made"] = dest.count
