@@ -26,10 +26,9 @@ final class NativeReadEngine implements BatchFileReader.Impl {
     /**
      * Wait timeout: none. bfo_read_cancel (from close()) wakes a waiting
      * thread, and a wait only happens when something is in flight or the
-     * batch is finished. (A positive timeout is not usable with libbfo 0.1.0:
-     * bfo_read_wait computes its deadline on CLOCK_MONOTONIC while its
-     * condition variable waits on CLOCK_REALTIME, so it returns -ETIME at
-     * once and a caller would spin.)
+     * batch is finished. (Before libbfo's condition variable waited on
+     * CLOCK_MONOTONIC, as its deadline is computed, a positive timeout
+     * returned -ETIME at once; t_read_flush now covers timed waits.)
      */
     static final int WAIT_MS = -1;
     /** struct bfo_file in 64-bit words, as entry() reads it. */
