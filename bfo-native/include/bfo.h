@@ -283,7 +283,8 @@ int bfo_read_release(struct bfo_ctx *ctx, const struct bfo_file *files,
 /*
  * bfo_read_cancel - end the current batch early.  Entries not yet
  * delivered are dropped, in-flight I/O is waited for, and bfo_read_wait()
- * returns 0 once that is done; entries already delivered stay valid until
+ * returns 0 once that is done (also after an -ENOBUFS, while the caller
+ * still holds entries); entries already delivered stay valid until
  * released.  May be called from any thread.  Returns 0.
  */
 int bfo_read_cancel(struct bfo_ctx *ctx);

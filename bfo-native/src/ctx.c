@@ -734,8 +734,11 @@ BFO_API int bfo_read_wait(struct bfo_ctx *ctx, struct bfo_file *files, unsigned 
 			}
 		}
 		/* The dispatcher waits for arena space the caller holds, and
-		 * nothing else can complete: waiting would never end. */
-		if (ctx->disp_blocked && ctx->inflight == 0 && ctx->nplanning == 0 &&
+		 * nothing else can complete: waiting would never end.  Not
+		 * once the batch is stopping: the dispatcher then drops the
+		 * blocked work and the wait ends with 0 (a caller that
+		 * cancelled on -ENOBUFS would otherwise spin on it). */
+		if (ctx->bstate != B_STOPPING && ctx->disp_blocked && ctx->inflight == 0 && ctx->nplanning == 0 &&
 		    ctx->tickets_out > 0) {
 			ret = -ENOBUFS;
 			break;
