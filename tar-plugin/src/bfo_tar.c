@@ -230,8 +230,6 @@ static struct lot {
 	uint64_t bytes;
 } lots[MAX_LIVE];
 static unsigned nlots;          /* live lots */
-static unsigned nreading;       /* of them, with files not yet delivered */
-static uint64_t lots_bytes;     /* of the live lots */
 static uint32_t epoch;
 static int batch_open;          /* libbfo's batch was started and not ended */
 
@@ -262,6 +260,31 @@ static inline void leave(void)
 	in_hook = 0;
 }
 
+/* bent's slot for batch index i, or NULL (not in a live lot). */
+static struct ent **bent_at(uint64_t i)
+{
+	return i >= bbase && i - bbase < bn ? &bent[i - bbase] : NULL;
+}
+
+/* Live lots with files not yet delivered. */
+static unsigned lots_reading(void)
+{
+	unsigned n = 0;
+
+	for (unsigned l = 0; l < nlots; l++)
+		n += lots[l].left > 0;
+	return n;
+}
+
+static uint64_t lots_bytes(void)
+{
+	uint64_t b = 0;
+
+	for (unsigned l = 0; l < nlots; l++)
+		b += lots[l].bytes;
+	return b;
+}
+
 static struct lot *lot_of(uint64_t i)
 {
 	for (unsigned l = 0; l < nlots; l++)
@@ -279,7 +302,6 @@ static void lots_retire(void)
 		memmove(bent, bent + k, (bn - k) * sizeof(*bent));
 		bn -= k;
 		bbase = lots[0].end;
-		lots_bytes -= lots[0].bytes;
 		memmove(lots, lots + 1, --nlots * sizeof(*lots));
 	}
 }
@@ -373,9 +395,10 @@ static struct group *group_by_fd(int fd)
 static void ent_landed(struct ent *e, uint32_t state)
 {
 	struct group *g = e->g;
+	struct ent **slot = bent_at(e->bindex);
 
-	if (e->bindex >= bbase && e->bindex - bbase < bn)
-		bent[e->bindex - bbase] = NULL;
+	if (slot)
+		*slot = NULL;
 	e->state = state;
 	if (--g->inflight == 0 && g->gone) {
 		group_unlink(g);
@@ -520,19 +543,18 @@ static void batch_over(void)
 	}
 	bn = 0;
 	bbase = 0;              /* a new batch counts from 0 again */
-	nlots = nreading = 0;
-	lots_bytes = 0;
+	nlots = 0;
 	batch_open = 0;
 	epoch++;                /* its entries still held count for no lot */
 }
 
 static void take(struct bfo_file *f)
 {
-	struct ent *e = f->index >= bbase && f->index - bbase < bn ? bent[f->index - bbase] : NULL;
+	struct ent **slot = bent_at(f->index), *e = slot ? *slot : NULL;
 	struct lot *l = (f->flags & BFO_FILE_LAST) ? lot_of(f->index) : NULL;
 
-	if (l && l->left && --l->left == 0)
-		nreading--;
+	if (l && l->left)
+		l->left--;
 	if (!e || f->status < 0 || f->offset != 0 || f->length != f->size ||
 	    !(f->flags & BFO_FILE_LAST) || !f->data || e->g->gone) {
 		/* failed, changed, or tar left that directory already */
@@ -557,16 +579,16 @@ static void pump(struct ent *until, int to_idle)
 {
 	struct bfo_file fs[WAIT_MAX];
 
-	while (nreading) {
+	while (lots_reading()) {
 		int wait_ms = (to_idle || (until && until->state == E_INFLIGHT)) ? -1 : 0;
 		int k = bfo_read_wait(ctx, fs, WAIT_MAX, wait_ms);
 
 		if (k > 0) {
-			unsigned before = nreading;
+			unsigned before = lots_reading();
 
 			for (int i = 0; i < k; i++)
 				take(&fs[i]);
-			if (nreading < before && !to_idle)
+			if (lots_reading() < before && !to_idle)
 				topup();
 			continue;
 		}
@@ -636,8 +658,7 @@ static void cut_from(struct cut *c, struct group *g)
 
 		if (e->state != E_NEW)
 			continue;
-		if (c->files >= BATCH_FILES || c->bytes >= batch_bytes ||
-		    lots_bytes + c->bytes >= held_budget) {
+		if (c->files >= BATCH_FILES || c->bytes >= batch_bytes) {
 			c->full = 1;
 			return;
 		}
@@ -798,10 +819,11 @@ static void entered(const char *path)
  */
 static void topup(void)
 {
-	/* Only with room for a whole lot: a sliver of budget freed by each
-	 * file tar reads would otherwise start lots of a few files each. */
-	while (nreading < MAX_LOTS && nlots < MAX_LIVE && active && tar_reads &&
-	       lots_bytes + batch_bytes <= held_budget) {
+	/* Only with room for a whole lot (so a lot, bounded by batch_bytes,
+	 * always fits the budget): a sliver of budget freed by each file tar
+	 * reads would otherwise start lots of a few files each. */
+	while (lots_reading() < MAX_LOTS && nlots < MAX_LIVE && active && tar_reads &&
+	       lots_bytes() + batch_bytes <= held_budget) {
 		struct cut c = { 0 };
 		unsigned first = bn;
 		size_t done = 0;
@@ -846,8 +868,6 @@ static void topup(void)
 		lots[nlots].left = lots[nlots].out = bn - first;
 		lots[nlots].bytes = c.bytes;
 		nlots++;
-		nreading++;
-		lots_bytes += c.bytes;
 		st.batches++;
 		if (done < c.len || bfo_read_flush(ctx) < 0) {
 			/* Cannot happen with two lots of BATCH_FILES below the
