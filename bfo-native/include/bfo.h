@@ -649,6 +649,65 @@ int bfo_walk_stats(struct bfo_walk *w, struct bfo_walk_stats *stats);
  */
 void bfo_walk_destroy(struct bfo_walk *w);
 
+/* -------------------------------------------------------------- dirahead */
+
+/*
+ * Directory read-ahead, for a caller that lists directories itself, one at
+ * a time and in an order of its own (the tar plugin lists the directories
+ * GNU tar is about to enter).  A directory listed cold waits for its inode
+ * and blocks, behind a busy device for milliseconds each; a few threads
+ * read the directories named here beforehand (open, every entry, close)
+ * so the caller's own listing finds them in the page cache.  Nothing read
+ * is handed out: only the cache changes, so a directory read for nothing
+ * costs its reads and no more.
+ */
+struct bfo_dirahead;
+
+/* Also stat each entry (lstat, in inode order), so the caller's stat of
+ * it finds its inode in the cache too. */
+#define BFO_DIRAHEAD_STAT (1u << 0)
+
+struct bfo_dirahead_stats {
+	uint64_t read;           /* directories read to the end */
+	uint64_t failed;         /* could not be opened or read (the caller's listing will see why) */
+	uint64_t dropped;        /* still queued when the read-ahead was destroyed */
+	uint64_t queued;         /* added and not yet taken by a thread */
+	uint64_t reserved[4];
+};
+
+/*
+ * bfo_dirahead_start - start a read-ahead with threads threads (0: 2, at
+ * most 64) and room for queue directories not yet read (0: 256), flags
+ * BFO_DIRAHEAD_*.  Stores it in *d and returns 0, or -EINVAL (NULL d,
+ * unknown flag), -ENOMEM or -EAGAIN (no thread).  The caller owns it and
+ * frees it with bfo_dirahead_destroy().
+ */
+int bfo_dirahead_start(struct bfo_dirahead **d, unsigned threads, unsigned queue, unsigned flags);
+
+/*
+ * bfo_dirahead_add - queue the directory at path (copied) to be read soon,
+ * in the order added.  A relative path is resolved when it is read, against
+ * the working directory of that moment.  A symbolic link is not followed.
+ * Returns 0, -EAGAIN when the queue is full (nothing is queued: add it again
+ * later, or let the caller's listing read it), -EINVAL (NULL d or path, empty
+ * path) or -ENOMEM.  Never blocks on I/O.
+ */
+int bfo_dirahead_add(struct bfo_dirahead *d, const char *path);
+
+/*
+ * bfo_dirahead_stats - fill *stats with the read-ahead's counters.  Returns
+ * 0 or -EINVAL.
+ */
+int bfo_dirahead_stats(struct bfo_dirahead *d, struct bfo_dirahead_stats *stats);
+
+/*
+ * bfo_dirahead_destroy - drop what is still queued, wait for the reads in
+ * progress, stop the threads and free d; NULL is ignored.  Not to be called
+ * in a child forked while d had threads (they are not in the child): such a
+ * child leaves d alone.
+ */
+void bfo_dirahead_destroy(struct bfo_dirahead *d);
+
 /* --------------------------------------------------------------- fdwrite */
 
 /*

@@ -80,6 +80,7 @@
 #define MAX_LOTS      2u               /* lots being read at once */
 #define MAX_LIVE      4u               /* lots whose data is not all given back */
 #define WAIT_MAX      64u
+#define WARM_DIRS     64u              /* subdirectories read ahead of the listing */
 #define MAX_KIDS      1024u           /* directories listed ahead, at most */
 
 enum sort_mode { SORT_NONE, SORT_NAME, SORT_INODE };
@@ -121,6 +122,7 @@ struct group {
 	struct ent *d;          /* subdirectories, tar's order */
 	size_t nd, dcap;
 	size_t next_sub;        /* subdirectories before it were listed ahead or entered */
+	size_t next_warm;       /* subdirectories before it were given to the read-ahead */
 	struct group **kids;    /* listed ahead, in order; NULL once adopted or dropped */
 	size_t nkids, kcap;
 	size_t next_submit;     /* entries before it were submitted or skipped */
@@ -235,6 +237,10 @@ static int batch_open;          /* libbfo's batch was started and not ended */
 
 static struct served *fdtab[FDTAB_MAX];
 
+/* libbfo's directory read-ahead, started with the first listing. */
+static struct bfo_dirahead *ahead;
+static int ahead_failed;
+
 /*
  * Reading ahead starts with tar's first open of a listed file: tar lists
  * directories without reading them too (--listed-incremental scans the
@@ -243,7 +249,7 @@ static struct served *fdtab[FDTAB_MAX];
 static int tar_reads;
 
 static struct {
-	uint64_t served, served_bytes, fallback, batches, ios, device_bytes, skipped;
+	uint64_t served, served_bytes, fallback, batches, ios, device_bytes, skipped, dirs_ahead;
 } st;
 
 /* Hooks do their own work only on tar's thread, outside another hook. */
@@ -446,6 +452,39 @@ static void group_add(struct group *g, const char *name, unsigned char type, uin
 	(*n)++;
 }
 
+/*
+ * Hand g's next subdirectories (up to WARM_DIRS past those listed ahead or
+ * entered) to libbfo's directory read-ahead, which reads each one and
+ * stats its entries on its own threads.  Listed on tar's thread, one at a
+ * time behind the device's queue of data reads, each cold directory and
+ * each table of its files' inodes cost tar milliseconds: 0.25-0.4 s of a
+ * 1.1-1.5 s run on the mixed set (100 directories), and 1.2 s of 4 s of
+ * stat on the 100,000-file set.  Read ahead, list_ahead(), cut_from() and
+ * tar's own lstat find them in the cache.
+ */
+static void warm_subdirs(struct group *g)
+{
+	size_t end = g->next_sub + WARM_DIRS < g->nd ? g->next_sub + WARM_DIRS : g->nd;
+
+	if (!ahead && !ahead_failed && bfo_dirahead_start(&ahead, 0, 0, BFO_DIRAHEAD_STAT) < 0)
+		ahead_failed = 1;
+	if (!ahead)
+		return;
+	if (g->next_warm < g->next_sub)
+		g->next_warm = g->next_sub;
+	for (; g->next_warm < end; g->next_warm++) {
+		char *p;
+		int r;
+
+		if (asprintf(&p, "%s/%s", g->path, g->d[g->next_warm].name) < 0)
+			return;
+		r = bfo_dirahead_add(ahead, p);
+		free(p);
+		if (r < 0)      /* -EAGAIN: the queue is full, the rest comes later */
+			return;
+	}
+}
+
 /* The listing is complete: order it as tar will and index the names. */
 static void group_listed(struct group *g)
 {
@@ -467,6 +506,7 @@ static void group_listed(struct group *g)
 		qsort(g->e, g->n, sizeof(*g->e), cmp_ino);
 		qsort(g->d, g->nd, sizeof(*g->d), cmp_ino);
 	}
+	warm_subdirs(g);
 	while (sz < 2 * g->n)
 		sz <<= 1;
 	g->ht = calloc(sz, sizeof(*g->ht));
@@ -713,6 +753,7 @@ static struct group *list_ahead(struct group *g)
 	DIR *d;
 	int fd;
 
+	warm_subdirs(g);
 	if (kids_alive >= MAX_KIDS)
 		return NULL;
 	if (g->nkids == g->kcap) {
@@ -804,6 +845,7 @@ static void entered(const char *path)
 		for (size_t i = g->next_sub; i < g->nd; i++) {
 			if (strcmp(g->d[i].name, slash + 1) == 0) {
 				g->next_sub = i + 1;
+				warm_subdirs(g);
 				break;
 			}
 		}
@@ -2504,6 +2546,14 @@ static void plugin_off(void)
 				take(&fs[i]);
 		batch_over();
 	}
+	if (ahead) {
+		struct bfo_dirahead_stats ds;
+
+		if (bfo_dirahead_stats(ahead, &ds) == 0)
+			st.dirs_ahead += ds.read;
+		bfo_dirahead_destroy(ahead);
+		ahead = NULL;
+	}
 	active = 0;
 }
 
@@ -2512,6 +2562,7 @@ static void after_fork_child(void)
 	/* The context's threads (and the flusher and syncer) did not come along: the child uses libc. */
 	active = 0;
 	ctx = NULL;
+	ahead = NULL;
 	inflight = 0;
 	flusher_state = -1;
 	syncer_state = -1;
@@ -2661,12 +2712,13 @@ __attribute__((destructor)) static void bfo_tar_fini(void)
 
 		if (f) {
 			fprintf(f, "bfo-tar: served=%llu served_bytes=%llu fallback=%llu "
-				"skipped=%llu batches=%llu ios=%llu device_bytes=%llu "
+				"skipped=%llu batches=%llu ios=%llu device_bytes=%llu dirs_ahead=%llu "
 				"xfiles=%llu xbytes=%llu xflushes=%llu xbehind=%llu xdetached=%llu syncfs=%llu early_syncfs=%llu\n",
 				(unsigned long long)st.served, (unsigned long long)st.served_bytes,
 				(unsigned long long)st.fallback, (unsigned long long)st.skipped,
 				(unsigned long long)st.batches, (unsigned long long)st.ios,
-				(unsigned long long)st.device_bytes, (unsigned long long)xst.files,
+				(unsigned long long)st.device_bytes, (unsigned long long)st.dirs_ahead,
+				(unsigned long long)xst.files,
 				(unsigned long long)xst.bytes, (unsigned long long)xst.flushes,
 				(unsigned long long)xst.behind, (unsigned long long)xst.detached,
 				(unsigned long long)xst.syncfs,
