@@ -210,6 +210,7 @@ BFO_API int bfo_ctx_create(struct bfo_ctx **out, const struct bfo_opts *opts)
 	ret = pool_start(&ctx->pool, ctx->o.threads);
 	if (ret)
 		goto fail_arena;
+	arena_prefault_start(&ctx->arena, &ctx->pool);
 
 	/* The dispatcher creates the io_uring instance itself (it is the only
 	 * submitter) and reports back whether the engine can run. */
@@ -229,6 +230,7 @@ BFO_API int bfo_ctx_create(struct bfo_ctx **out, const struct bfo_opts *opts)
 	return 0;
 
 fail_pool:
+	arena_prefault_stop(&ctx->arena);
 	pool_stop(&ctx->pool);
 fail_arena:
 	devcache_fini(&ctx->devs);
@@ -845,7 +847,8 @@ BFO_API void bfo_ctx_destroy(struct bfo_ctx *ctx)
 	pthread_mutex_unlock(&ctx->lock);
 	pthread_join(ctx->dispatcher, NULL);
 	/* The dispatcher returns only when no window is planning, planned or
-	 * active, so the pool is idle. */
+	 * active, so the pool is idle but for populating the arena. */
+	arena_prefault_stop(&ctx->arena);
 	pool_stop(&ctx->pool);
 	pthread_mutex_lock(&ctx->lock);
 	while (ctx->retired) {

@@ -80,9 +80,17 @@ struct arena {
 	size_t head;            /* next free byte */
 	struct chunk *first, *last;
 	size_t in_use;          /* bytes held by live chunks */
+	/* pages populated ahead of the head on the pool (arena_prefault_start) */
+	struct pool *pool;
+	struct pool_task fault_task;
+	size_t fault_done;      /* [0, fault_done) populated: the running task's */
+	atomic_size_t fault_want;
+	atomic_bool fault_running, fault_stop;
 };
 
 int arena_init(struct arena *a, size_t size);
+void arena_prefault_start(struct arena *a, struct pool *pool);
+void arena_prefault_stop(struct arena *a);
 void arena_fini(struct arena *a);
 struct chunk *arena_alloc(struct arena *a, size_t len);
 void arena_put(struct arena *a, struct chunk *c);
