@@ -2660,28 +2660,77 @@ static void strip_preload(void)
 	free(out);
 }
 
+/*
+ * A BFO_TAR_* setting that is not one of its values is named on stderr (once,
+ * before tar starts) and its default is kept: a typo must not silently
+ * change memory use or durability, nor stop tar.
+ */
+static void setting_ignored(const char *name, const char *val, const char *why)
+{
+	char msg[512];
+	int n = snprintf(msg, sizeof(msg), "bfo-tar: ignoring %s=%s (%s)\n", name, val, why);
+
+	if (n > 0 && real_write)
+		real_write(STDERR_FILENO, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
+}
+
+/* name's value as a whole number of MiB in [lo, hi], else dflt (named on stderr when set). */
+static uint64_t setting_mib(const char *name, uint64_t lo, uint64_t hi, uint64_t dflt)
+{
+	const char *v = getenv(name);
+	char *end, why[96];
+	unsigned long long x;
+
+	if (!v)
+		return dflt;
+	errno = 0;
+	x = strtoull(v, &end, 10);
+	if (*v >= '0' && *v <= '9' && !*end && errno == 0 && x >= lo && x <= hi)
+		return (uint64_t)x << 20;
+	snprintf(why, sizeof(why), "not a number of MiB from %llu to %llu; %llu kept",
+		 (unsigned long long)lo, (unsigned long long)hi, (unsigned long long)(dflt >> 20));
+	setting_ignored(name, v, why);
+	return dflt;
+}
+
+/* name's value if it is one of the words in vals (NULL-terminated), else NULL (named on stderr when set). */
+static const char *setting_word(const char *name, const char *const *vals, const char *kept)
+{
+	const char *v = getenv(name);
+	char why[96];
+
+	if (!v)
+		return NULL;
+	for (const char *const *w = vals; *w; w++)
+		if (strcmp(v, *w) == 0)
+			return v;
+	snprintf(why, sizeof(why), "not one of its values; %s kept", kept);
+	setting_ignored(name, v, why);
+	return NULL;
+}
+
 __attribute__((constructor)) static void bfo_tar_init(void)
 {
-	const char *mb = getenv("BFO_TAR_ARENA_MB"), *sync_mb = getenv("BFO_TAR_SYNC_MB");
-
-	engine_env = getenv("BFO_TAR_ENGINE");
+	static const char *const engines[] = { "auto", "raw", "uring", "portable", NULL };
+	static const char *const durabilities[] = { "batch", "none", NULL };
+	static const char *const onoff[] = { "on", "off", NULL };
 
 	resolve();
 	strip_preload();
 	if (!real_openat || !real_read || !real_close || !real_fdopendir ||
 	    !real_readdir || !real_closedir || !real_lseek || !real___openat_2)
 		return;
-	if (mb && atoi(mb) >= 16)
-		arena_bytes = (uint64_t)atoi(mb) << 20;
+	engine_env = setting_word("BFO_TAR_ENGINE", engines, "auto");
+	arena_bytes = setting_mib("BFO_TAR_ARENA_MB", 16, 65536, arena_bytes);
 	batch_bytes = arena_bytes / 4;
-	if (sync_mb)
-		sync_every = (uint64_t)atoi(sync_mb) << 20;
+	sync_every = setting_mib("BFO_TAR_SYNC_MB", 0, 1048576, sync_every);
 	held_budget = arena_bytes - arena_bytes / 4;
 	read_sort_mode();
 	tar_thread = pthread_self();
 	owner_pid = getpid();
 	{
-		const char *dur = getenv("BFO_TAR_DURABILITY"), *x = getenv("BFO_TAR_EXTRACT");
+		const char *dur = setting_word("BFO_TAR_DURABILITY", durabilities, "batch");
+		const char *x = setting_word("BFO_TAR_EXTRACT", onoff, "on");
 
 		durability = !(dur && strcmp(dur, "none") == 0);
 		/* BFO_TAR_EXTRACT=off: tar -x is plain tar (the escape hatch). */

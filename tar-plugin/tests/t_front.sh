@@ -3,6 +3,7 @@
 # untouched (no plugin in its environment); --use-bfo anywhere before `--`
 # is removed and preloads the plugin; after `--` it is a file name; make
 # install puts the front ahead of /usr/bin/tar and make uninstall removes it.
+# A malformed BFO_TAR_* setting is named on stderr and its default kept.
 . "$(dirname "$0")/lib.sh"
 cd "$W"
 mkdir t; echo hello > t/a
@@ -26,6 +27,19 @@ PROBE_OUT=$W/p3 BFO_TAR_REAL=$W/probe.sh "$FRONT" -cf x.tar -- --use-bfo
 ! grep -q libbfo_tar.so p3 && grep -qx -- --use-bfo p3 && pass "after --, --use-bfo is a name" || fail "after --: $(cat p3)"
 "$FRONT" --version | head -1 | grep -q 'GNU tar' && pass "front runs GNU tar" || fail "front --version"
 "$FRONT" -cf t.tar t && cmp -s t.tar a.tar && pass "front without --use-bfo: same archive" || fail "front archive"
+# A malformed BFO_TAR_* setting is named once on stderr and its default kept:
+# the archive is tar's, the exit status 0, nothing else is said.
+for bad in BFO_TAR_ARENA_MB=lots BFO_TAR_ARENA_MB=8 BFO_TAR_SYNC_MB=-1 BFO_TAR_ENGINE=fast BFO_TAR_DURABILITY=some; do
+	env "$bad" "$FRONT" --use-bfo -cf s.tar t 2> s.err; rc=$?
+	if [ $rc = 0 ] && cmp -s s.tar a.tar && [ "$(wc -l < s.err)" = 1 ] && grep -q "^bfo-tar: ignoring $bad (" s.err; then
+		pass "$bad: named once on stderr ($(cut -d'(' -f2 s.err | tr -d ')')), same archive"
+	else
+		fail "$bad: exit $rc, stderr: $(cat s.err)"
+	fi
+done
+BFO_TAR_ARENA_MB=16 BFO_TAR_SYNC_MB=0 BFO_TAR_ENGINE=portable BFO_TAR_DURABILITY=batch BFO_TAR_EXTRACT=on \
+	"$FRONT" --use-bfo -cf s.tar t 2> s.err && cmp -s s.tar a.tar && [ ! -s s.err ] &&
+	pass "valid settings: nothing said" || fail "valid settings: $(cat s.err)"
 # Install and uninstall into a scratch prefix.
 if [ -n "${BUILD_DIR:-}" ] && [ -f "$BUILD_DIR/Makefile" ]; then
 	cmake --install "$BUILD_DIR" --prefix "$W/prefix" > /dev/null &&
