@@ -66,8 +66,8 @@ static void prefault_run(struct pool_task *t)
 		 * copying into these pages meanwhile. */
 		if (madvise(a->base + done, len, MADV_POPULATE_WRITE) == 0)
 			a->fault_done = done += len;
-		else if (errno != EINTR && errno != EAGAIN)
-			atomic_store(&a->fault_stop, true);  /* kernel < 5.14, no memory: faults on use */
+		else    /* kernel < 5.14, no memory: pages are faulted on use, as before */
+			atomic_store(&a->fault_stop, true);
 	}
 	if (done < atomic_load(&a->fault_want) && !atomic_load(&a->fault_stop)) {
 		pool_push(a->pool, t);

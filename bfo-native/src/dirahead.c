@@ -54,13 +54,18 @@ static int cmp_ino(const void *a, const void *b)
  * in that order, so each read of a table (ext4 reads 32 blocks ahead)
  * serves the next entries, where the directory's own order (hash order on
  * ext4) would jump around the tables. */
-static void stat_chunk(int dfd, struct dentry_at *e, size_t n)
+static void stat_chunk(struct bfo_dirahead *d, int dfd, struct dentry_at *e, size_t n)
 {
 	struct stat sb;
+	bool stop = false;
 
 	qsort(e, n, sizeof(*e), cmp_ino);
 	for (size_t i = 0; i < n; i++) {
-		fstatat(dfd, e[i].name, &sb, AT_SYMLINK_NOFOLLOW);
+		/* destroy waits for this thread, and a cold chunk takes long */
+		if (!stop && i % 64 == 0)
+			stop = atomic_load(&d->stopping);
+		if (!stop)
+			fstatat(dfd, e[i].name, &sb, AT_SYMLINK_NOFOLLOW);
 		free(e[i].name);
 	}
 }
@@ -80,7 +85,7 @@ static int read_entries(struct bfo_dirahead *d, DIR *dir, bool stat_entries)
 		chunk[n].ino = de->d_ino;
 		chunk[n].name = strdup(de->d_name);
 		if (chunk[n].name && ++n == STAT_CHUNK) {
-			stat_chunk(dirfd(dir), chunk, n);
+			stat_chunk(d, dirfd(dir), chunk, n);
 			n = 0;
 			if (atomic_load(&d->stopping)) {
 				errno = 0;
@@ -91,7 +96,7 @@ static int read_entries(struct bfo_dirahead *d, DIR *dir, bool stat_entries)
 	}
 	err = errno;
 	if (chunk)
-		stat_chunk(dirfd(dir), chunk, n);
+		stat_chunk(d, dirfd(dir), chunk, n);
 	free(chunk);
 	return err;
 }
@@ -128,7 +133,7 @@ BFO_API int bfo_dirahead_start(struct bfo_dirahead **dp, unsigned threads, unsig
 				unsigned flags)
 {
 	struct bfo_dirahead *d;
-	int ret;
+	int ret, saved = errno;
 
 	if (!dp)
 		return -EINVAL;
@@ -136,11 +141,14 @@ BFO_API int bfo_dirahead_start(struct bfo_dirahead **dp, unsigned threads, unsig
 	if (flags & ~BFO_DIRAHEAD_STAT)
 		return -EINVAL;
 	d = calloc(1, sizeof(*d));
-	if (!d)
+	if (!d) {
+		errno = saved;
 		return -ENOMEM;
+	}
 	d->queue = queue ? queue : DIRAHEAD_QUEUE;
 	d->flags = flags;
 	ret = pool_start(&d->pool, threads ? MIN(threads, 64u) : DIRAHEAD_THREADS);
+	errno = saved;
 	if (ret < 0) {
 		free(d);
 		return ret;
@@ -154,16 +162,21 @@ BFO_API int bfo_dirahead_add(struct bfo_dirahead *d, const char *path)
 	struct dirtask *x;
 	size_t len;
 	unsigned q;
+	int saved = errno;
 
 	if (!d || !path || !*path)
 		return -EINVAL;
+	if (atomic_load(&d->queued) >= d->queue)
+		return -EAGAIN;
 	len = strlen(path);
 	x = malloc(sizeof(*x) + len + 1);
-	if (!x)
+	if (!x) {
+		errno = saved;
 		return -ENOMEM;
+	}
 	q = atomic_load(&d->queued);
 	do {
-		if (q >= d->queue) {
+		if (q >= d->queue) {    /* filled by another thread meanwhile */
 			free(x);
 			return -EAGAIN;
 		}

@@ -7,14 +7,15 @@
  * count says what came from the device:
  *  - plain opendir/readdir plus lstat of every entry reads (the control:
  *    the checks below can fail);
- *  - after a read-ahead of the directories, the listing reads nothing and
+ *  - after a read-ahead of the directories, the listing reads nothing (at
+ *    most 5% of the control: the kernel may read on its own meanwhile) and
  *    lists exactly the names a plain listing gave, but lstat still reads;
  *  - after a read-ahead with BFO_DIRAHEAD_STAT, listing and lstat of every
- *    entry read nothing, and lstat gives what it gave before.
- * A symlink to a
- * directory, a regular file and a missing path count as failed.  The queue
- * bound holds (queued never above it, -EAGAIN beyond it) and every added
- * directory is accounted for; destroy with a full queue returns.
+ *    entry read nothing (the same 5%), and lstat gives what it gave before.
+ * A symlink to a directory, a regular file and a missing path count as
+ * failed.  The queue bound holds (queued never above it, -EAGAIN beyond
+ * it) and every added directory is accounted for; errno is never changed;
+ * destroy with a full queue returns.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -115,6 +116,7 @@ static void check_args(void)
 	T_EQ(bfo_dirahead_stats(NULL, &s), -EINVAL);
 	errno = 1234;
 	T_EQ(bfo_dirahead_add(d, "/"), 0);
+	T_EQ(bfo_dirahead_add(d, ""), -EINVAL);
 	T_EQ(errno, 1234);
 	wait_idle(d, 1, &s);
 	T_EQ(s.read, 1);
@@ -127,7 +129,7 @@ int main(void)
 	char *dirs[NDIRS], *want[NDIRS], *want_names[NDIRS];
 	struct bfo_dirahead *d;
 	struct bfo_dirahead_stats s;
-	unsigned long long r0, r1;
+	unsigned long long r0, r1, cold;
 
 	t_init("t_dirahead", 300);
 	check_args();
@@ -137,6 +139,9 @@ int main(void)
 		t_skip("arguments checked; drop_caches refused");
 
 	const char *mnt = t_loop_fs_or_skip("ext4", 128, NULL, NULL);
+
+	/* noatime: listing dirties no inode whose writeback would read */
+	T_ASSERT(t_sh("mount -o remount,noatime %s", mnt) == 0, "remount %s noatime", mnt);
 
 	for (int i = 0; i < NDIRS; i++) {
 		dirs[i] = t_pathf("%s/dir%02d", mnt, i);
@@ -164,8 +169,9 @@ int main(void)
 	for (int i = 0; i < NDIRS; i++)
 		free(listing(dirs[i], true));
 	r1 = device_reads(mnt);
-	t_log("cold listing and lstat, no read-ahead: %llu device reads", r1 - r0);
-	T_ASSERT(r1 - r0 >= NDIRS, "a cold listing of %d directories read only %llu times", NDIRS, r1 - r0);
+	cold = r1 - r0;
+	t_log("cold listing and lstat, no read-ahead: %llu device reads", cold);
+	T_ASSERT(cold >= NDIRS, "a cold listing of %d directories read only %llu times", NDIRS, cold);
 
 	for (unsigned flags = 0; flags <= BFO_DIRAHEAD_STAT; flags += BFO_DIRAHEAD_STAT) {
 		T_ASSERT(t_drop_caches(), "drop_caches");
@@ -190,7 +196,9 @@ int main(void)
 		}
 		r1 = device_reads(mnt);
 		t_log("flags %u: listing after read-ahead: %llu device reads", flags, r1 - r0);
-		T_EQ(r1 - r0, 0);
+		/* nothing, but for the odd read of the kernel's own now and then */
+		T_ASSERT((r1 - r0) * 20 <= cold, "%llu device reads, more than 5%% of a cold listing's %llu",
+			 r1 - r0, cold);
 		/* and each entry's lstat: read unless the read-ahead stat'ed them */
 		for (int i = 0; i < NDIRS; i++) {
 			char *got = listing(dirs[i], true);
@@ -201,7 +209,8 @@ int main(void)
 		r0 = device_reads(mnt);
 		t_log("flags %u: lstat of every entry after read-ahead: %llu device reads", flags, r0 - r1);
 		if (flags & BFO_DIRAHEAD_STAT)
-			T_EQ(r0 - r1, 0);
+			T_ASSERT((r0 - r1) * 20 <= cold, "%llu device reads, more than 5%% of a cold listing's %llu",
+				 r0 - r1, cold);
 		else
 			T_ASSERT(r0 - r1 > 0, "lstat after a read-ahead without BFO_DIRAHEAD_STAT read nothing");
 	}
@@ -211,8 +220,11 @@ int main(void)
 
 	T_OK(bfo_dirahead_start(&d, 1, 3, 0));
 	for (int k = 0; k < 2000; k++) {
-		int r = bfo_dirahead_add(d, dirs[k % NDIRS]);
+		int r;
 
+		errno = 4321;
+		r = bfo_dirahead_add(d, dirs[k % NDIRS]);
+		T_EQ(errno, 4321);
 		T_ASSERT(r == 0 || r == -EAGAIN, "add returned %d", r);
 		r == 0 ? accepted++ : refused++;
 		T_OK(bfo_dirahead_stats(d, &s));

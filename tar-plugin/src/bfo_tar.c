@@ -2680,12 +2680,15 @@ static uint64_t setting_mib(const char *name, uint64_t lo, uint64_t hi, uint64_t
 	const char *v = getenv(name);
 	char *end, why[96];
 	unsigned long long x;
+	int saved = errno, range;
 
 	if (!v)
 		return dflt;
 	errno = 0;
 	x = strtoull(v, &end, 10);
-	if (*v >= '0' && *v <= '9' && !*end && errno == 0 && x >= lo && x <= hi)
+	range = errno;
+	errno = saved;
+	if (*v >= '0' && *v <= '9' && !*end && !range && x >= lo && x <= hi)
 		return (uint64_t)x << 20;
 	snprintf(why, sizeof(why), "not a number of MiB from %llu to %llu; %llu kept",
 		 (unsigned long long)lo, (unsigned long long)hi, (unsigned long long)(dflt >> 20));
