@@ -89,6 +89,22 @@ static char *listing(const char *dir, bool with_stat)
 	return out;
 }
 
+/* List every directory of dirs (with_stat: lstat each entry too); each
+ * listing must equal want[i].  Returns the device reads it took. */
+static unsigned long long list_all(const char *mnt, char **dirs, bool with_stat, char **want,
+				   const char *what)
+{
+	unsigned long long r0 = device_reads(mnt);
+
+	for (int i = 0; i < NDIRS; i++) {
+		char *got = listing(dirs[i], with_stat);
+
+		T_ASSERT(strcmp(got, want[i]) == 0, "%s: %s differs", dirs[i], what);
+		free(got);
+	}
+	return device_reads(mnt) - r0;
+}
+
 static void wait_idle(struct bfo_dirahead *d, uint64_t want, struct bfo_dirahead_stats *s)
 {
 	t_watchdog(120, "waiting for the read-ahead to finish");
@@ -129,7 +145,7 @@ int main(void)
 	char *dirs[NDIRS], *want[NDIRS], *want_names[NDIRS];
 	struct bfo_dirahead *d;
 	struct bfo_dirahead_stats s;
-	unsigned long long r0, r1, cold;
+	unsigned long long cold, reads;
 
 	t_init("t_dirahead", 300);
 	check_args();
@@ -165,11 +181,7 @@ int main(void)
 
 	/* Control: a cold listing and lstat read from the device. */
 	T_ASSERT(t_drop_caches(), "drop_caches");
-	r0 = device_reads(mnt);
-	for (int i = 0; i < NDIRS; i++)
-		free(listing(dirs[i], true));
-	r1 = device_reads(mnt);
-	cold = r1 - r0;
+	cold = list_all(mnt, dirs, true, want, "a cold listing with lstat");
 	t_log("cold listing and lstat, no read-ahead: %llu device reads", cold);
 	T_ASSERT(cold >= NDIRS, "a cold listing of %d directories read only %llu times", NDIRS, cold);
 
@@ -187,32 +199,19 @@ int main(void)
 		T_EQ(s.dropped, 0);
 		bfo_dirahead_destroy(d);
 		/* the names only: nothing read */
-		r0 = device_reads(mnt);
-		for (int i = 0; i < NDIRS; i++) {
-			char *got = listing(dirs[i], false);
-
-			T_ASSERT(strcmp(got, want_names[i]) == 0, "%s: names listed after read-ahead differ", dirs[i]);
-			free(got);
-		}
-		r1 = device_reads(mnt);
-		t_log("flags %u: listing after read-ahead: %llu device reads", flags, r1 - r0);
+		reads = list_all(mnt, dirs, false, want_names, "the names listed after read-ahead");
+		t_log("flags %u: listing after read-ahead: %llu device reads", flags, reads);
 		/* nothing, but for the odd read of the kernel's own now and then */
-		T_ASSERT((r1 - r0) * 20 <= cold, "%llu device reads, more than 5%% of a cold listing's %llu",
-			 r1 - r0, cold);
+		T_ASSERT(reads * 20 <= cold, "%llu device reads, more than 5%% of a cold listing's %llu",
+			 reads, cold);
 		/* and each entry's lstat: read unless the read-ahead stat'ed them */
-		for (int i = 0; i < NDIRS; i++) {
-			char *got = listing(dirs[i], true);
-
-			T_ASSERT(strcmp(got, want[i]) == 0, "%s: lstat after read-ahead differs", dirs[i]);
-			free(got);
-		}
-		r0 = device_reads(mnt);
-		t_log("flags %u: lstat of every entry after read-ahead: %llu device reads", flags, r0 - r1);
+		reads = list_all(mnt, dirs, true, want, "lstat after read-ahead");
+		t_log("flags %u: lstat of every entry after read-ahead: %llu device reads", flags, reads);
 		if (flags & BFO_DIRAHEAD_STAT)
-			T_ASSERT((r0 - r1) * 20 <= cold, "%llu device reads, more than 5%% of a cold listing's %llu",
-				 r0 - r1, cold);
+			T_ASSERT(reads * 20 <= cold, "%llu device reads, more than 5%% of a cold listing's %llu",
+				 reads, cold);
 		else
-			T_ASSERT(r0 - r1 > 0, "lstat after a read-ahead without BFO_DIRAHEAD_STAT read nothing");
+			T_ASSERT(reads > 0, "lstat after a read-ahead without BFO_DIRAHEAD_STAT read nothing");
 	}
 
 	/* The queue bound: one thread, room for 3. */

@@ -400,19 +400,32 @@ bool t_drop_caches(void)
 	return ok;
 }
 
-long t_rss_peak_kb(void)
+/* A "Name: N kB" field of /proc/self/status, or -1. */
+static long status_kb(const char *field)
 {
 	FILE *f = fopen("/proc/self/status", "re");
 	char line[256];
+	size_t fl = strlen(field);
 	long kb = -1;
 
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmHWM: %ld kB", &kb) == 1)
+		if (strncmp(line, field, fl) == 0 && line[fl] == ':' &&
+		    sscanf(line + fl + 1, " %ld kB", &kb) == 1)
 			break;
 	fclose(f);
 	return kb;
+}
+
+long t_rss_peak_kb(void)
+{
+	return status_kb("VmHWM");
+}
+
+long t_rss_kb(void)
+{
+	return status_kb("VmRSS");
 }
 
 int t_open_fds(void)

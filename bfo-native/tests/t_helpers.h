@@ -85,6 +85,7 @@ bool t_have_prog(const char *name);        /* an executable in PATH */
 int t_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 bool t_drop_caches(void);                  /* sync + drop_caches; false if refused */
 long t_rss_peak_kb(void);                  /* VmHWM */
+long t_rss_kb(void);                       /* VmRSS: resident now */
 int t_open_fds(void);                      /* entries of /proc/self/fd */
 
 /* ------------------------------------------------------------ files */

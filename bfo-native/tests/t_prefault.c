@@ -26,20 +26,6 @@
 #define NFILES 600
 #define AHEAD_KB (32u << 10)
 
-static long rss_kb(void)
-{
-	char line[256];
-	long kb = -1;
-	FILE *f = fopen("/proc/self/status", "r");
-
-	T_ASSERT(f, "open /proc/self/status");
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld", &kb) == 1)
-			break;
-	fclose(f);
-	return kb;
-}
-
 static bool kernel_populates(void)
 {
 	void *p = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -74,14 +60,15 @@ int main(void)
 	bfo_opts_init(&o);
 	o.arena_bytes = 256ull << 20;
 	o.threads = 2;
-	before = rss_kb();
+	before = t_rss_kb();
+	T_ASSERT(before > 0, "no VmRSS in /proc/self/status");
 	struct bfo_ctx *ctx = t_ctx(&o);
 
 	t_watchdog(60, "waiting for the arena's first pages to be populated");
-	while ((now = rss_kb()) < before + (long)AHEAD_KB - 1024)
+	while ((now = t_rss_kb()) < before + (long)AHEAD_KB - 1024)
 		usleep(2000);
 	usleep(300 * 1000);     /* time to go further, were it unbounded */
-	now = rss_kb();
+	now = t_rss_kb();
 	t_log("idle context, arena 256 MiB: resident memory +%ld KiB", now - before);
 	T_ASSERT(now - before <= (long)AHEAD_KB + (8 << 10),
 		 "an idle context made %ld KiB resident, more than %u KiB ahead plus slack",

@@ -2696,8 +2696,9 @@ static uint64_t setting_mib(const char *name, uint64_t lo, uint64_t hi, uint64_t
 	return dflt;
 }
 
-/* name's value if it is one of the words in vals (NULL-terminated), else NULL (named on stderr when set). */
-static const char *setting_word(const char *name, const char *const *vals, const char *kept)
+/* name's value if it is one of the words in vals (NULL-terminated, the
+ * default first), else NULL (named on stderr when set). */
+static const char *setting_word(const char *name, const char *const *vals)
 {
 	const char *v = getenv(name);
 	char why[96];
@@ -2707,13 +2708,14 @@ static const char *setting_word(const char *name, const char *const *vals, const
 	for (const char *const *w = vals; *w; w++)
 		if (strcmp(v, *w) == 0)
 			return v;
-	snprintf(why, sizeof(why), "not one of its values; %s kept", kept);
+	snprintf(why, sizeof(why), "not one of its values; %s kept", vals[0]);
 	setting_ignored(name, v, why);
 	return NULL;
 }
 
 __attribute__((constructor)) static void bfo_tar_init(void)
 {
+	/* each list's default first */
 	static const char *const engines[] = { "auto", "raw", "uring", "portable", NULL };
 	static const char *const durabilities[] = { "batch", "none", NULL };
 	static const char *const onoff[] = { "on", "off", NULL };
@@ -2723,7 +2725,7 @@ __attribute__((constructor)) static void bfo_tar_init(void)
 	if (!real_openat || !real_read || !real_close || !real_fdopendir ||
 	    !real_readdir || !real_closedir || !real_lseek || !real___openat_2)
 		return;
-	engine_env = setting_word("BFO_TAR_ENGINE", engines, "auto");
+	engine_env = setting_word("BFO_TAR_ENGINE", engines);
 	arena_bytes = setting_mib("BFO_TAR_ARENA_MB", 16, 65536, arena_bytes);
 	batch_bytes = arena_bytes / 4;
 	sync_every = setting_mib("BFO_TAR_SYNC_MB", 0, 1048576, sync_every);
@@ -2732,8 +2734,8 @@ __attribute__((constructor)) static void bfo_tar_init(void)
 	tar_thread = pthread_self();
 	owner_pid = getpid();
 	{
-		const char *dur = setting_word("BFO_TAR_DURABILITY", durabilities, "batch");
-		const char *x = setting_word("BFO_TAR_EXTRACT", onoff, "on");
+		const char *dur = setting_word("BFO_TAR_DURABILITY", durabilities);
+		const char *x = setting_word("BFO_TAR_EXTRACT", onoff);
 
 		durability = !(dur && strcmp(dur, "none") == 0);
 		/* BFO_TAR_EXTRACT=off: tar -x is plain tar (the escape hatch). */
