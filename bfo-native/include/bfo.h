@@ -169,7 +169,8 @@ struct bfo_stats {
 	uint32_t engine;        /* the engine that read most bytes (enum bfo_engine) */
 	uint32_t engines;       /* bit (1 << engine) for every engine that ran */
 	uint64_t files_by_engine[5];
-	uint64_t reserved[8];
+	uint64_t direct_regions;/* raw: regions read straight into the file's buffer, no copy */
+	uint64_t reserved[7];
 };
 
 struct bfo_ctx;

@@ -13,6 +13,7 @@
 /* Chunks start on page boundaries: buffers of different groups never share
  * a page, and raw reads may later land in them with O_DIRECT alignment. */
 #define CHUNK_ALIGN 4096
+_Static_assert(CHUNK_ALIGN % DIRECT_ALIGN == 0, "direct reads need page-aligned chunks");
 
 /*
  * The first time round the ring, each page costs a fault that zeroes it,

@@ -32,6 +32,8 @@
 #define UD_OPEN (1ull << 62)
 /* Raw region buffers: at most this much memory, at least a few buffers. */
 #define RBUF_BUDGET (32u << 20)
+/* op.res of a region read straight into its file's buffer: no region buffer. */
+#define RBUF_NONE UINT32_MAX
 
 enum op_kind { OP_FREE = 0, OP_REGION, OP_FILE };
 
@@ -404,6 +406,8 @@ static void raw_file_done(struct disp *d, struct window *w, uint32_t ei)
 	verify_and_deliver(d, w, ei, chunk_ptr(d->ctx, group_chunk(w, e)) + e->buf_off);
 }
 
+/* buf: the region buffer the region was read into, or NULL when it was
+ * read straight into its one file's buffer (direct_target). */
 static void region_done(struct disp *d, struct window *w, uint32_t ri, const uint8_t *buf,
 			bool ok)
 {
@@ -412,17 +416,41 @@ static void region_done(struct disp *d, struct window *w, uint32_t ri, const uin
 	for (uint32_t i = r->seg_first; i < r->seg_first + r->seg_count; i++) {
 		const struct seg *s = &w->segs[i];
 		struct entry *e = &w->e[s->entry];
+		uint8_t *dst = chunk_ptr(d->ctx, group_chunk(w, e)) + e->buf_off + s->logical;
 
 		/* Only the bytes of the file's own extents leave the region
-		 * buffer; merged gaps stay inside it. */
-		if (ok && !e->raw_bad)
-			memcpy(chunk_ptr(d->ctx, group_chunk(w, e)) + e->buf_off + s->logical,
-			       buf + (s->phys - r->phys), s->len);
+		 * buffer; merged gaps stay inside it.  A direct read also
+		 * brought the rest of the extent's last block, past the end
+		 * of the file: zeroed, as no caller may see it. */
+		if (ok && !e->raw_bad && buf)
+			memcpy(dst, buf + (s->phys - r->phys), s->len);
+		else if (ok && !e->raw_bad)
+			memset(dst + s->len, 0, r->len - s->len);
 		else
 			e->raw_bad = true;
 		if (--e->pending == 0)
 			raw_file_done(d, w, s->entry);
 	}
+}
+
+/*
+ * Where region r can be read straight to, or NULL: a region of a single
+ * extent piece of one file, starting on it, whose whole length (the piece
+ * rounded up to the device's block) lands page-aligned inside the file's
+ * buffer.  Such a read skips the region buffer and the copy, and is
+ * bounded by the queue depth only (a region buffer per read in flight
+ * held the mixed set to 31 reads in flight).
+ */
+static uint8_t *direct_target(struct disp *d, struct window *w, const struct region *r)
+{
+	const struct seg *s = &w->segs[r->seg_first];
+	const struct entry *e = &w->e[s->entry];
+	uint8_t *dst;
+
+	if (r->seg_count != 1 || s->phys != r->phys || s->logical + r->len > e->cap)
+		return NULL;
+	dst = chunk_ptr(d->ctx, group_chunk(w, e)) + e->buf_off + s->logical;
+	return (uintptr_t)dst % DIRECT_ALIGN || r->len % r->di->lbs ? NULL : dst;
 }
 
 static bool submit_region(struct disp *d, struct window *w, uint32_t ri)
@@ -431,22 +459,31 @@ static bool submit_region(struct disp *d, struct window *w, uint32_t ri)
 	const struct region *r = &w->regions[ri];
 	struct io_uring_sqe *sqe;
 	uint32_t b, op;
-	uint8_t *buf;
+	uint8_t *buf = direct_target(d, w, r);
 
-	if (!rbuf_ready(d->ctx, u) || r->len > u->rbuf_size) {
-		region_done(d, w, ri, NULL, false);
-		return true;
-	}
-	if (!u->nrbuf_free || u->ops_busy == u->nops)
-		return false;
-	b = u->rbuf_free[--u->nrbuf_free];
-	buf = u->rbuf + (size_t)b * u->rbuf_size;
-	op = op_get(u, OP_REGION, w, ri, b);
-	sqe = get_sqe(u);
-	if (u->rbuf_fixed)
-		io_uring_prep_read_fixed(sqe, r->di->raw_fd, buf, r->len, r->phys, (int)b);
-	else
+	if (buf) {
+		if (u->ops_busy == u->nops)
+			return false;
+		op = op_get(u, OP_REGION, w, ri, RBUF_NONE);
+		sqe = get_sqe(u);
 		io_uring_prep_read(sqe, r->di->raw_fd, buf, r->len, r->phys);
+		stat_add(&d->ctx->st.direct_regions, 1);
+	} else {
+		if (!rbuf_ready(d->ctx, u) || r->len > u->rbuf_size) {
+			region_done(d, w, ri, NULL, false);
+			return true;
+		}
+		if (!u->nrbuf_free || u->ops_busy == u->nops)
+			return false;
+		b = u->rbuf_free[--u->nrbuf_free];
+		buf = u->rbuf + (size_t)b * u->rbuf_size;
+		op = op_get(u, OP_REGION, w, ri, b);
+		sqe = get_sqe(u);
+		if (u->rbuf_fixed)
+			io_uring_prep_read_fixed(sqe, r->di->raw_fd, buf, r->len, r->phys, (int)b);
+		else
+			io_uring_prep_read(sqe, r->di->raw_fd, buf, r->len, r->phys);
+	}
 	sqe->user_data = op + 1;
 	stat_add(&d->ctx->st.ios, 1);
 	stat_add(&d->ctx->st.regions, 1);
@@ -557,9 +594,10 @@ static void reap(struct disp *d)
 		if (op->kind == OP_REGION) {
 			uint32_t b = op->res;
 
-			region_done(d, op->w, op->idx, u->rbuf + (size_t)b * u->rbuf_size,
+			region_done(d, op->w, op->idx, b == RBUF_NONE ? NULL : u->rbuf + (size_t)b * u->rbuf_size,
 				    cqe->res == (int)op->w->regions[op->idx].len);
-			u->rbuf_free[u->nrbuf_free++] = b;
+			if (b != RBUF_NONE)
+				u->rbuf_free[u->nrbuf_free++] = b;
 		} else if (op->kind == OP_FILE) {
 			uring_file_done(d, op, cqe->res);
 		}

@@ -22,6 +22,13 @@
 #define ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
 #define ALIGN_DOWN(x, a) ((x) / (a) * (a))
 
+/* Raw files of DIRECT_MIN bytes or more get page-aligned buffers, so a
+ * region of one of their extents is read straight into the buffer (plan.c
+ * entry_offset, dispatch.c submit_region).  A page is the O_DIRECT memory
+ * alignment of every block device, and arena chunks start on one. */
+#define DIRECT_ALIGN 4096u
+#define DIRECT_MIN   (32u << 10)
+
 /* Files whose FIEMAP has more extents than this are read per file: the
  * plan would grow without bound and such files gain little from merging. */
 #define BFO_MAX_EXTENTS_PER_FILE 256

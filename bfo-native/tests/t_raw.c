@@ -9,7 +9,9 @@
  * device is read) and files never synced (delayed allocation).  Caches are
  * dropped, the batch is read with engine raw under several merge settings,
  * and every file equals read() and stat(); the statistics show raw did the
- * work (engine raw, files_by_engine[RAW] > 0, regions > 0).
+ * work (engine raw, files_by_engine[RAW] > 0, regions > 0, and regions read
+ * straight into their file's buffer, where the arena of config 1 wraps so
+ * those land on memory other files' data held).
  *
  * Then the paths raw must refuse: an ext4 made with -O inline_data (tiny
  * files whose data lives in the inode: not raw, bytes still right) and an
@@ -296,13 +298,22 @@ static void raw_runs(void *arg)
 		T_EQ(st.engine, BFO_ENGINE_RAW);
 		T_ASSERT(st.files_by_engine[BFO_ENGINE_RAW] > 0, "[%s] no file read raw", msg);
 		T_ASSERT(st.regions > 0, "[%s] no merged region", msg);
+		/* Files of 32 KiB or more whose extents merge with nothing
+		 * (all with merge_gap 1; the 1-2 MiB ones in pieces by default)
+		 * are read straight into their buffers; config 2 merges through
+		 * 4 MiB gaps and may leave none. */
+		T_ASSERT(st.direct_regions <= st.regions, "[%s] %llu direct of %llu regions", msg,
+			 (unsigned long long)st.direct_regions, (unsigned long long)st.regions);
+		T_ASSERT(cfg == 2 || st.direct_regions > 0, "[%s] no region read straight into its buffer",
+			 msg);
 		T_ASSERT(st.extents >= nraw, "[%s] %llu extents for %zu raw files", msg,
 			 (unsigned long long)st.extents, nraw);
 		/* Most files of a clean set must stay on the raw path. */
 		T_ASSERT(nraw * 10 >= small * 9, "[%s] only %zu of %zu files read raw", msg, nraw, small);
 		t_log("%s: ok (%zu files, %zu of %zu mixed files raw, %llu extents, %llu regions, "
-		      "%llu I/Os, %llu MB device, %llu MB gaps, %llu fallbacks)", msg, t->n, nraw, small,
-		      (unsigned long long)st.extents, (unsigned long long)st.regions,
+		      "%llu direct, %llu I/Os, %llu MB device, %llu MB gaps, %llu fallbacks)", msg, t->n, nraw,
+		      small, (unsigned long long)st.extents, (unsigned long long)st.regions,
+		      (unsigned long long)st.direct_regions,
 		      (unsigned long long)st.ios, (unsigned long long)(st.device_bytes >> 20),
 		      (unsigned long long)(st.gap_bytes >> 20), (unsigned long long)st.fallback_files);
 		t_results_free(r, t->n);

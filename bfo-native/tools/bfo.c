@@ -231,10 +231,11 @@ static void print_stats(const struct bfo_stats *st, bool plan, uint64_t skipped)
 	for (int e = BFO_ENGINE_RAW; e <= BFO_ENGINE_NONE; e++)
 		if (st->files_by_engine[e])
 			fprintf(stderr, " %s %" PRIu64 " files", bfo_engine_name(e), st->files_by_engine[e]);
-	fprintf(stderr, "\n  I/Os %" PRIu64 ", merged regions %" PRIu64 ", extents %" PRIu64
+	fprintf(stderr, "\n  I/Os %" PRIu64 ", merged regions %" PRIu64 " (%" PRIu64 " read straight into"
+		" their file's buffer), extents %" PRIu64
 		", device bytes %.1f MB (read through gaps %.1f MB), per-file fallbacks %" PRIu64
 		", windows %" PRIu64 "\n",
-		st->ios, st->regions, st->extents, (double)st->device_bytes / 1e6,
+		st->ios, st->regions, st->direct_regions, st->extents, (double)st->device_bytes / 1e6,
 		(double)st->gap_bytes / 1e6, st->fallback_files, st->windows);
 	fprintf(stderr, "  phases: metadata %.3f s, data %.3f s, total %.3f s (phases overlap)\n",
 		secs(st->ns_meta), secs(st->ns_data), secs(st->ns_total));
@@ -251,11 +252,12 @@ static void print_json(const struct bfo_stats *st, uint64_t skipped)
 {
 	printf("{\"files\":%" PRIu64 ",\"files_ok\":%" PRIu64 ",\"files_failed\":%" PRIu64
 	       ",\"bytes\":%" PRIu64 ",\"device_bytes\":%" PRIu64 ",\"ios\":%" PRIu64
-	       ",\"regions\":%" PRIu64 ",\"extents\":%" PRIu64 ",\"gap_bytes\":%" PRIu64
+	       ",\"regions\":%" PRIu64 ",\"direct_regions\":%" PRIu64 ",\"extents\":%" PRIu64
+	       ",\"gap_bytes\":%" PRIu64
 	       ",\"fallback_files\":%" PRIu64 ",\"windows\":%" PRIu64 ",\"skipped\":%" PRIu64
 	       ",\"engine\":\"%s\",\"engines\":[",
 	       st->files, st->files_ok, st->files_failed, st->bytes, st->device_bytes, st->ios,
-	       st->regions, st->extents, st->gap_bytes, st->fallback_files, st->windows, skipped,
+	       st->regions, st->direct_regions, st->extents, st->gap_bytes, st->fallback_files, st->windows, skipped,
 	       bfo_engine_name((int)st->engine));
 	bool first = true;
 

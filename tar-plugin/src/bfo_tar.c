@@ -249,7 +249,7 @@ static int ahead_failed;
 static int tar_reads;
 
 static struct {
-	uint64_t served, served_bytes, fallback, batches, ios, device_bytes, skipped, dirs_ahead;
+	uint64_t served, served_bytes, fallback, batches, ios, direct_ios, device_bytes, skipped, dirs_ahead;
 } st;
 
 /* Hooks do their own work only on tar's thread, outside another hook. */
@@ -579,6 +579,7 @@ static void batch_over(void)
 			ent_landed(bent[i], E_DONE);
 	if (bfo_read_stats(ctx, &s) == 0) {
 		st.ios += s.ios;
+		st.direct_ios += s.direct_regions;
 		st.device_bytes += s.device_bytes;
 	}
 	bn = 0;
@@ -2766,12 +2767,12 @@ __attribute__((destructor)) static void bfo_tar_fini(void)
 
 		if (f) {
 			fprintf(f, "bfo-tar: served=%llu served_bytes=%llu fallback=%llu "
-				"skipped=%llu batches=%llu ios=%llu device_bytes=%llu dirs_ahead=%llu "
+				"skipped=%llu batches=%llu ios=%llu direct_ios=%llu device_bytes=%llu dirs_ahead=%llu "
 				"xfiles=%llu xbytes=%llu xflushes=%llu xbehind=%llu xdetached=%llu syncfs=%llu early_syncfs=%llu\n",
 				(unsigned long long)st.served, (unsigned long long)st.served_bytes,
 				(unsigned long long)st.fallback, (unsigned long long)st.skipped,
 				(unsigned long long)st.batches, (unsigned long long)st.ios,
-				(unsigned long long)st.device_bytes, (unsigned long long)st.dirs_ahead,
+				(unsigned long long)st.direct_ios, (unsigned long long)st.device_bytes, (unsigned long long)st.dirs_ahead,
 				(unsigned long long)xst.files,
 				(unsigned long long)xst.bytes, (unsigned long long)xst.flushes,
 				(unsigned long long)xst.behind, (unsigned long long)xst.detached,
