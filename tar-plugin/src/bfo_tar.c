@@ -67,6 +67,7 @@
 #include <sys/sysmacros.h>
 #include <sys/types.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bfo.h"
@@ -157,6 +158,12 @@ static int (*real_closedir)(DIR *);
 
 /* Extraction (below): tar's write-opens and the fds it writes. */
 static int extract_ok;
+/* archive read-ahead (see warmer()) */
+static int read_last = -1;      /* tar's thread: fd of its last read() before extracting */
+static int warm_src = -1;       /* tar's fd of the archive being read ahead */
+static uint64_t warm_pos;       /* tar's offset in it (atomic: tar's thread writes) */
+static int warm_stop;           /* atomic: the thread ends */
+static void warm_end(void);
 static void resolve_extract(void);
 static void before_open(int dirfd, const char *path, int flags, int by_openat);
 static void after_open(int fd, const char *path, int flags);
@@ -1116,6 +1123,15 @@ EXPORT ssize_t read(int fd, void *buf, size_t n)
 		return (ssize_t)k;
 	}
 	resolve();
+	if (fd == warm_src && fd >= 0) {
+		ssize_t r = real_read(fd, buf, n);
+
+		if (r > 0)
+			__atomic_fetch_add(&warm_pos, (uint64_t)r, __ATOMIC_RELAXED);
+		return r;
+	}
+	if (extract_ok && !extracting && pthread_equal(pthread_self(), tar_thread))
+		read_last = fd;
 	return real_read(fd, buf, n);
 }
 
@@ -1132,6 +1148,13 @@ static off_t do_lseek(off_t (*real)(int, off_t, int), int fd, off_t off, int whe
 		leave();
 		if (r < 0)
 			return r;
+	}
+	if (fd == warm_src && fd >= 0) {
+		off_t r = real(fd, off, whence);
+
+		if (r >= 0)
+			__atomic_store_n(&warm_pos, (uint64_t)r, __ATOMIC_RELAXED);
+		return r;
 	}
 	return real(fd, off, whence);
 }
@@ -1153,6 +1176,8 @@ EXPORT int close(int fd)
 	resolve();
 	if (captured(fd) && close_captured(fd) == 0)
 		return 0;
+	if (fd == warm_src && fd >= 0)
+		warm_end();
 	if (extracting && dirty && fd >= 0)
 		closing_archive(fd);
 	if ((unsigned)fd < FDTAB_MAX && fdtab[fd] && enter()) {
@@ -1366,6 +1391,7 @@ static int devlooked[MAX_DEVS];         /* looked since the last flush */
 
 static struct {
 	uint64_t files, bytes, flushes, behind, detached, syncfs, early_syncfs;
+	uint64_t read_ahead;    /* archive bytes read ahead of tar (atomic) */
 } xst;
 
 static ssize_t (*real_write)(int, const void *, size_t);
@@ -1945,6 +1971,96 @@ static int queue_add(struct wfile *w)
 
 static void exit_flush(int status, void *unused);
 
+/*
+ * Archive read-ahead.  tar reads its archive in records (10 KiB) through
+ * the page cache, and its own thread is the first to touch every page of
+ * it.  Here (a VM whose host backs freshly read guest pages lazily) that
+ * first touch made tar's read() cost 1.2 s of CPU per GiB, against 0.2 s
+ * for pages already touched: 60% of tar's thread on the mixed set, whose
+ * extraction is bound by that thread.  From tar's first extracted file on,
+ * a thread of ours reads the archive (pread into one reused buffer, its
+ * own open file so readahead sees one sequential reader) up to WARM_AHEAD
+ * past tar's position, on the other core: tar then copies touched pages,
+ * and the device sees a sequential reader far ahead of tar.  tar still
+ * reads every byte itself through libc, so nothing it gets depends on
+ * this thread; an error or EOF just ends it.  Only a regular file opened
+ * read-only with WARM_MIN or more left is read ahead (not a pipe from a
+ * compressor, not stdin from a terminal).
+ */
+#define WARM_AHEAD    (64ull << 20)
+#define WARM_CHUNK    (1u << 20)
+#define WARM_MIN      (8ull << 20)
+
+
+static void *warmer(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	char *buf = malloc(WARM_CHUNK);
+	uint64_t at = __atomic_load_n(&warm_pos, __ATOMIC_RELAXED);
+
+	while (buf && !__atomic_load_n(&warm_stop, __ATOMIC_RELAXED)) {
+		uint64_t pos = __atomic_load_n(&warm_pos, __ATOMIC_RELAXED);
+		ssize_t k;
+
+		if (at < pos)           /* tar caught up, or seeked past us */
+			at = pos;
+		if (at >= pos + WARM_AHEAD) {
+			struct timespec ms = { 0, 1000000 };
+
+			nanosleep(&ms, NULL);
+			continue;
+		}
+		k = pread(fd, buf, WARM_CHUNK, (off_t)at);
+		if (k <= 0)
+			break;
+		at += (uint64_t)k;
+		__atomic_fetch_add(&xst.read_ahead, (uint64_t)k, __ATOMIC_RELAXED);
+	}
+	free(buf);
+	real_close(fd);
+	return NULL;
+}
+
+/* tar created its first file: if the fd it last read is its archive (a
+ * regular file it opened read-only, enough of it left), read it ahead. */
+static void warm_start(void)
+{
+	char proc[40];
+	struct stat sb;
+	pthread_t t;
+	sigset_t all, old;
+	off_t pos;
+	int fd = read_last, fl, own;
+
+	if (fd < 0 || warm_src >= 0 || (fl = fcntl(fd, F_GETFL)) < 0 ||
+	    (fl & O_ACCMODE) != O_RDONLY || real_fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) ||
+	    (pos = real_lseek(fd, 0, SEEK_CUR)) < 0 || (uint64_t)sb.st_size < (uint64_t)pos + WARM_MIN)
+		return;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	own = real_open(proc, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (own < 0)
+		return;
+	posix_fadvise(own, 0, 0, POSIX_FADV_SEQUENTIAL);
+	__atomic_store_n(&warm_pos, (uint64_t)pos, __ATOMIC_RELAXED);
+	__atomic_store_n(&warm_stop, 0, __ATOMIC_RELAXED);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);       /* signals stay tar's */
+	if (pthread_create(&t, NULL, warmer, (void *)(intptr_t)own) == 0) {
+		pthread_detach(t);
+		warm_src = fd;
+	} else {
+		real_close(own);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* tar is done with its archive (closed it), or the plugin goes off. */
+static void warm_end(void)
+{
+	__atomic_store_n(&warm_stop, 1, __ATOMIC_RELAXED);
+	warm_src = -1;
+}
+
 static void start_extracting(void)
 {
 	if (extracting)
@@ -1955,6 +2071,7 @@ static void start_extracting(void)
 	/* Runs at tar's exit, with its status (tar has closed stdout and
 	 * stderr itself by then: messages go to errfd). */
 	on_exit(exit_flush, NULL);
+	warm_start();
 }
 
 /* tar opened path for writing, fd is the new file: capture it. */
@@ -2565,6 +2682,7 @@ static void after_fork_child(void)
 	ctx = NULL;
 	ahead = NULL;
 	inflight = 0;
+	warm_src = -1;          /* the read-ahead thread stayed in the parent */
 	flusher_state = -1;
 	syncer_state = -1;
 	sync_busy = 0;
@@ -2768,7 +2886,8 @@ __attribute__((destructor)) static void bfo_tar_fini(void)
 		if (f) {
 			fprintf(f, "bfo-tar: served=%llu served_bytes=%llu fallback=%llu "
 				"skipped=%llu batches=%llu ios=%llu direct_ios=%llu device_bytes=%llu dirs_ahead=%llu "
-				"xfiles=%llu xbytes=%llu xflushes=%llu xbehind=%llu xdetached=%llu syncfs=%llu early_syncfs=%llu\n",
+				"xfiles=%llu xbytes=%llu xflushes=%llu xbehind=%llu xdetached=%llu syncfs=%llu early_syncfs=%llu "
+				"xread_ahead=%llu\n",
 				(unsigned long long)st.served, (unsigned long long)st.served_bytes,
 				(unsigned long long)st.fallback, (unsigned long long)st.skipped,
 				(unsigned long long)st.batches, (unsigned long long)st.ios,
@@ -2777,7 +2896,8 @@ __attribute__((destructor)) static void bfo_tar_fini(void)
 				(unsigned long long)xst.bytes, (unsigned long long)xst.flushes,
 				(unsigned long long)xst.behind, (unsigned long long)xst.detached,
 				(unsigned long long)xst.syncfs,
-				(unsigned long long)xst.early_syncfs);
+				(unsigned long long)xst.early_syncfs,
+				(unsigned long long)__atomic_load_n(&xst.read_ahead, __ATOMIC_RELAXED));
 			fclose(f);
 		}
 	}

@@ -8,7 +8,8 @@
 # --overwrite, -k and --keep-newer-files, '..' and absolute names, symlink
 # tricks (a member through a symlink to outside), a member that cannot be
 # written (a directory in its way), a file member replacing a directory,
-# many files (several flushes), BFO_TAR_EXTRACT=off, BFO_TAR_DURABILITY=none,
+# many files (several flushes), the archive read ahead (not through -z),
+# BFO_TAR_EXTRACT=off, BFO_TAR_DURABILITY=none,
 # and full file systems (tiny, filling up, filled by another process).
 . "$(dirname "$0")/lib.sh"
 unset BFO_TAR_EXTRACT        # on by default with --use-bfo
@@ -65,6 +66,22 @@ xcase "--no-same-owner --no-same-permissions" "$W/gnu.tar" --no-same-owner --no-
 NOTIME=1 xcase "-m" "$W/gnu.tar" -m
 NODIRTIME=1 xcase "sparse -S" "$W/sparse.tar"
 XATTR=1 xcase "--xattrs" "$W/xattrs.tar" --xattrs
+
+# Archive read-ahead: a regular-file archive is read ahead of tar (xread_ahead),
+# one from a compressor's pipe is not; tar's own reads, and its seeks past
+# the members it skips, give the same tree as plain tar.
+mkdir -p big; for i in $(seq 1 24); do rand_file big/b$i $((1024 * 1024)); done
+"$GNUTAR" -cf big.tar big src; gzip -1 -c big.tar > big.tgz
+xcase "a 36 MiB archive" "$W/big.tar"
+ra=$(stat_of st xread_ahead); sz=$(stat -c %s big.tar)
+[ "$ra" -gt 0 ] && [ "$ra" -le "$sz" ] && pass "archive read ahead of tar: $ra of $sz bytes" ||
+	fail "xread_ahead=$ra for a $sz-byte archive"
+echo big/b20 > one.list
+NODIRTIME=1 xcase "one member of the 36 MiB archive (tar skips the rest)" "$W/big.tar" -T "$W/one.list"
+[ -f b/big/b20 ] && [ ! -e b/big/b19 ] && pass "just that member" || fail "one member: $(ls b/big | head -3)"
+xcase "the 36 MiB archive through -z" "$W/big.tgz" -z
+[ "$(stat_of st xread_ahead)" = 0 ] && pass "-z: a pipe, nothing read ahead" ||
+	fail "-z: xread_ahead=$(stat_of st xread_ahead)"
 
 # The same names twice (an appended archive): second copies win / are kept.
 mkdir -p v; echo old > v/a; echo older > v/b; touch -d '2030-01-01' v/b
