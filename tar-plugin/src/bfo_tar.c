@@ -1991,7 +1991,6 @@ static void exit_flush(int status, void *unused);
 #define WARM_CHUNK    (1u << 20)
 #define WARM_MIN      (8ull << 20)
 
-
 static void *warmer(void *arg)
 {
 	int fd = (int)(intptr_t)arg;
@@ -2054,7 +2053,7 @@ static void warm_start(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-/* tar is done with its archive (closed it), or the plugin goes off. */
+/* tar closed its archive: the thread ends after its current pread. */
 static void warm_end(void)
 {
 	__atomic_store_n(&warm_stop, 1, __ATOMIC_RELAXED);
