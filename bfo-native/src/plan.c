@@ -433,9 +433,16 @@ static int plan_only_stats(struct bfo_ctx *ctx, struct window *w)
 
 /* Per-file buffer size: one byte more than the file so a read that
  * returns more than the stat'ed size shows the file grew. */
+/* A raw file large enough for its own regions to be read straight into
+ * its buffer (see entry_offset). */
+static bool entry_direct(const struct entry *e)
+{
+	return e->route == R_RAW && e->size >= DIRECT_MIN;
+}
+
 static uint64_t entry_need(const struct entry *e)
 {
-	if (e->route == R_RAW && e->size >= DIRECT_MIN)
+	if (entry_direct(e))
 		return ALIGN_UP(e->size + 1, DIRECT_ALIGN);
 	return ALIGN_UP(e->size + 1, 64);
 }
@@ -452,7 +459,7 @@ static uint64_t entry_need(const struct entry *e)
  */
 static uint64_t entry_offset(const struct entry *e, uint64_t bytes)
 {
-	return e->route == R_RAW && e->size >= DIRECT_MIN ? ALIGN_UP(bytes, DIRECT_ALIGN) : bytes;
+	return entry_direct(e) ? ALIGN_UP(bytes, DIRECT_ALIGN) : bytes;
 }
 
 static int plan_build(struct bfo_ctx *ctx, struct window *w)

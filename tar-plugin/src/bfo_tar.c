@@ -1115,6 +1115,7 @@ EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 EXPORT ssize_t read(int fd, void *buf, size_t n)
 {
 	struct served *s;
+	ssize_t r;
 
 	if ((unsigned)fd < FDTAB_MAX && (s = fdtab[fd]) && enter()) {
 		uint64_t k = s->f.length - s->pos;
@@ -1133,25 +1134,24 @@ EXPORT ssize_t read(int fd, void *buf, size_t n)
 		return (ssize_t)k;
 	}
 	resolve();
-	if (fd == warm_src && fd >= 0) {
-		ssize_t r = real_read(fd, buf, n);
-
-		if (r > 0)
-			__atomic_fetch_add(&warm_pos, (uint64_t)r, __ATOMIC_RELAXED);
-		return r;
-	}
 	if (extract_ok && !extracting && pthread_equal(pthread_self(), tar_thread))
 		read_last = fd;
-	return real_read(fd, buf, n);
+	r = real_read(fd, buf, n);
+	if (r > 0 && fd >= 0 && fd == warm_src)
+		__atomic_fetch_add(&warm_pos, (uint64_t)r, __ATOMIC_RELAXED);
+	return r;
 }
 
 static off_t do_lseek(off_t (*real)(int, off_t, int), int fd, off_t off, int whence)
 {
+	off_t r;
+
 	give_back(fd);          /* a file being extracted: written out first (sparse members) */
 	if ((unsigned)fd < FDTAB_MAX && fdtab[fd] && enter()) {
 		/* From here on this fd is libc's, at the position tar is at. */
 		int saved = errno;
-		off_t r = real(fd, (off_t)fdtab[fd]->pos, SEEK_SET);
+
+		r = real(fd, (off_t)fdtab[fd]->pos, SEEK_SET);
 
 		unserve(fd);
 		errno = saved;
@@ -1159,14 +1159,10 @@ static off_t do_lseek(off_t (*real)(int, off_t, int), int fd, off_t off, int whe
 		if (r < 0)
 			return r;
 	}
-	if (fd == warm_src && fd >= 0) {
-		off_t r = real(fd, off, whence);
-
-		if (r >= 0)
-			__atomic_store_n(&warm_pos, (uint64_t)r, __ATOMIC_RELAXED);
-		return r;
-	}
-	return real(fd, off, whence);
+	r = real(fd, off, whence);
+	if (r >= 0 && fd >= 0 && fd == warm_src)
+		__atomic_store_n(&warm_pos, (uint64_t)r, __ATOMIC_RELAXED);
+	return r;
 }
 
 EXPORT off_t lseek(int fd, off_t off, int whence)
