@@ -490,7 +490,9 @@ struct bfo_recover_stats {
 	uint64_t complete;      /* files found complete (metadata finished) */
 	uint64_t finished;      /* files completed from a stem */
 	uint64_t removed;       /* torn files and leftovers removed */
-	uint64_t reserved[4];
+	uint64_t untrusted;     /* manifests not acted on: not a single-linked
+				 * file of the effective user's own */
+	uint64_t reserved[3];
 };
 
 /*

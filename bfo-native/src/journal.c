@@ -5,16 +5,26 @@
  * batch's durability point.  A manifest left behind means the batch did not
  * finish; recovery then makes every file it lists complete or absent.
  *
- * Which files are the batch's: a listed path holds a file the batch created
- * only if that file was born (statx btime; ctime where the file system has
- * no birth time) no earlier than the manifest.  So a file that existed
- * before the batch, at a path the batch could not create because it
- * existed, is never touched.
+ * Trust: another user may own ROOT.  The journal directory is acted on only
+ * when the effective user made it (owned by the euid, a real directory,
+ * writable by no one else), and a manifest only when it is a single-linked
+ * regular file of the euid's in it.  Anything else is refused, not used.
+ *
+ * Which files are the batch's: as the writer makes each file it appends
+ * the file's identity (device, inode, birth time or generation) to the
+ * manifest, made durable by the batch's own sync.  Recovery finishes a
+ * file, or applies owner, mode or times to it, only when the file at the
+ * path has that identity, and then through a descriptor of that file.  An
+ * entry without its identity (the machine went down before the sync)
+ * proves nothing: a file at its path born after the manifest may be torn,
+ * so it is removed, and nothing is ever applied to it.  A file born before
+ * the manifest is never touched.
  *
  * A manifest is checksummed as a whole: a torn one was never made durable,
  * so no data of its batch was written, and it is simply removed.  A live
- * writer holds an exclusive flock on its manifest; recovery skips locked
- * ones.
+ * writer holds an exclusive flock on its manifest and on a lock file of its
+ * own for as long as it is open; recovery skips locked ones, and the
+ * directory is removed only when it is empty.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -32,6 +42,7 @@
 #include <xxhash.h>
 
 #include "internal.h"
+#include "meta.h"
 #include "write.h"
 
 static const char MAGIC[8] = "BFOJRNL1";
@@ -177,7 +188,7 @@ static int record_write(int jfd, const char *name, const struct mentry *m, uint3
 
 /*
  * Return once a file created from now on is born strictly after the
- * manifest open on fd (see is_ours).  File systems stamp files with the
+ * manifest open on fd (see born_after).  File systems stamp files with the
  * coarse real-time clock, truncated to their granularity: a birth time
  * (or, without one, ctime) with no nanoseconds marks whole seconds.  The
  * wait is about one clock tick, or under a second on coarse file systems.
@@ -200,6 +211,237 @@ void journal_wait_past(int fd)
 	}
 }
 
+/* ------------------------------------------------------------ trust */
+
+/*
+ * Open ROOT/.bfo-journal (made with mode 0700 first when create) and check
+ * that the effective user made it: a directory (not a symbolic link to one),
+ * owned by the euid, writable by no one else.  -ELOOP, -ENOTDIR or -EPERM
+ * otherwise: nothing in it is read or written.
+ */
+int journal_dir_open(int rootfd, bool create)
+{
+	struct stat st;
+	int fd;
+
+	if (create && mkdirat(rootfd, BFO_JOURNAL_DIR, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	fd = openat(rootfd, BFO_JOURNAL_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		/* O_NOFOLLOW|O_DIRECTORY on a symbolic link is ENOTDIR on
+		 * some kernels, ELOOP on others: name it what it is. */
+		if (errno == ENOTDIR && fstatat(rootfd, BFO_JOURNAL_DIR, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISLNK(st.st_mode))
+			return -ELOOP;
+		return -errno;
+	}
+	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
+/*
+ * A live writer's mark: the lock file w-PID-ID.lock, flock'ed while the
+ * writer is open, keeps the directory from being removed under it (by
+ * recovery, or by another writer closing).  Returns its descriptor.
+ */
+int journal_lock(int jfd, uint32_t id, char *name, size_t len)
+{
+	int fd;
+
+	snprintf(name, len, "w-%d-%x.lock", (int)getpid(), id);
+	fd = openat(jfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	flock(fd, LOCK_EX);
+	return fd;
+}
+
+/* ------------------------------------------------------------ identities */
+
+/* One file the batch made, appended to its manifest as soon as it exists.
+ * Records are written at distinct offsets by several threads: each stands
+ * alone, checked by its own hash, so a missing or torn one proves nothing
+ * and hides no other. */
+struct id_rec {
+	char magic[4];
+	uint32_t idx, flags, type, gen, born_nsec;
+	uint64_t dev, ino;
+	int64_t born_sec;
+	uint64_t check;
+};
+_Static_assert(sizeof(struct id_rec) == 56, "id_rec is packed by hand");
+
+/* The file of a manifest's identity records, NAME.ids: apart from the
+ * manifest, whose own times tell recovery which files are born after it. */
+static void ids_name(char *buf, size_t len, const char *mname)
+{
+	snprintf(buf, len, "%s.ids", mname);
+}
+
+int journal_ids_create(int jfd, const char *mname)
+{
+	char name[128];
+	int fd;
+
+	ids_name(name, sizeof(name), mname);
+	fd = openat(jfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	return fd < 0 ? -errno : fd;
+}
+
+/* A finished (or recovered) batch's journal files go, the manifest last:
+ * while it is there, recovery still knows the batch. */
+void journal_batch_remove(int jfd, const char *mname)
+{
+	char name[128];
+
+	ids_name(name, sizeof(name), mname);
+	unlinkat(jfd, name, 0);
+	unlinkat(jfd, mname, 0);
+}
+
+/*
+ * Append the identity of the file made for manifest entry idx to the
+ * batch's identity records open on mfd, at *off (advanced atomically).
+ * Made durable by the batch's own sync; until then they are in the page
+ * cache, which is all a crash of the process (not of the machine) needs.
+ */
+int journal_id_append(int mfd, _Atomic uint64_t *off, uint32_t idx, const struct fid *id)
+{
+	struct id_rec r = { .magic = { 'B', 'F', 'O', 'I' }, .idx = idx, .flags = id->flags,
+			    .type = id->type, .gen = id->gen, .born_nsec = id->born_nsec,
+			    .dev = id->dev, .ino = id->ino, .born_sec = id->born_sec };
+	uint64_t at = atomic_fetch_add(off, sizeof(r));
+
+	r.check = journal_hash(&r, offsetof(struct id_rec, check));
+	for (size_t done = 0; done < sizeof(r);) {
+		ssize_t k = pwrite(mfd, (const char *)&r + done, sizeof(r) - done, (off_t)(at + done));
+
+		if (k < 0 && errno != EINTR)
+			return -errno;
+		if (k > 0)
+			done += (size_t)k;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ decoding */
+
+/* Smallest encoded entry: its fixed fields and an empty path.  Bounds the
+ * entry count any manifest of this length can claim. */
+#define ENTRY_MIN 65
+
+static int decode_ids(const uint8_t *p, size_t len, struct manifest *mf)
+{
+	mf->ids = calloc(mf->n ? mf->n : 1, sizeof(*mf->ids));
+	if (!mf->ids)
+		return -ENOMEM;
+	for (size_t at = 0; p && at + sizeof(struct id_rec) <= len; at += sizeof(struct id_rec)) {
+		struct id_rec r;
+
+		memcpy(&r, p + at, sizeof(r));
+		if (memcmp(r.magic, "BFOI", 4) || r.check != journal_hash(&r, offsetof(struct id_rec, check)) ||
+		    r.idx >= mf->n || !r.type || (r.type & ~(uint32_t)S_IFMT) || r.born_nsec > 999999999u)
+			continue;
+		mf->ids[r.idx] = (struct fid){ .dev = r.dev, .ino = r.ino, .born_sec = r.born_sec,
+					       .born_nsec = r.born_nsec, .gen = r.gen,
+					       .flags = r.flags & (FID_BORN | FID_GEN), .type = r.type };
+	}
+	return 0;
+}
+
+void journal_manifest_free(struct manifest *mf)
+{
+	for (uint32_t i = 0; i < mf->n; i++)
+		free((char *)mf->m[i].path);
+	free(mf->m);
+	free(mf->stem);
+	free(mf->ids);
+	memset(mf, 0, sizeof(*mf));
+}
+
+/*
+ * Decode a manifest and its identity records (mf->ids[i]: type 0 where
+ * entry i has none; ids may be NULL).  Every
+ * count and length is checked against the bytes there are.  Returns 0, or
+ * -EBADMSG for anything that is not a whole manifest (mf is then empty).
+ */
+int journal_manifest_decode(const uint8_t *p, size_t len, const uint8_t *ids, size_t ids_len,
+			    struct manifest *mf)
+{
+	struct rd rd = { .p = p, .len = len };
+	char magic[8];
+	uint32_t bom, n, stemlen;
+	uint64_t h;
+
+	memset(mf, 0, sizeof(*mf));
+	GET(&rd, magic);
+	GET(&rd, bom);
+	GET(&rd, mf->engine);
+	GET(&rd, n);
+	GET(&rd, stemlen);
+	if (rd.bad || memcmp(magic, MAGIC, 8) || bom != BOM || stemlen >= BFO_WPATH_MAX ||
+	    stemlen > len - rd.pos || n > (len - rd.pos - stemlen) / ENTRY_MIN)
+		return -EBADMSG;
+	mf->stem = calloc(1, stemlen + 1);
+	mf->m = calloc(n ? n : 1, sizeof(*mf->m));
+	if (!mf->stem || !mf->m)
+		goto bad;
+	get(&rd, mf->stem, stemlen);
+	if (memchr(mf->stem, '/', stemlen) || strlen(mf->stem) != stemlen)
+		goto bad;
+	for (uint32_t i = 0; i < n && !rd.bad; i++) {
+		struct mentry *e = &mf->m[i];
+		uint16_t plen;
+		char *path;
+
+		GET(&rd, e->kind);
+		GET(&rd, e->wtype);
+		GET(&rd, e->wflags);
+		GET(&rd, plen);
+		GET(&rd, e->mode);
+		GET(&rd, e->uid);
+		GET(&rd, e->gid);
+		GET(&rd, e->size);
+		GET(&rd, e->hash);
+		GET(&rd, e->stem_off);
+		GET(&rd, e->atime_sec);
+		GET(&rd, e->atime_nsec);
+		GET(&rd, e->mtime_sec);
+		GET(&rd, e->mtime_nsec);
+		if (rd.bad || plen > rd.len - rd.pos)
+			goto bad;
+		path = malloc((size_t)plen + 1);
+		if (!path)
+			goto bad;
+		get(&rd, path, plen);
+		path[plen] = '\0';
+		e->path = path;
+		mf->n = i + 1;
+		/* Only what a writer can have recorded. */
+		if (strlen(path) != plen || (e->mode & ~(uint32_t)(S_IFMT | 07777)) ||
+		    e->kind < M_FILE || e->kind > M_OTHER || e->atime_nsec > 999999999u ||
+		    e->mtime_nsec > 999999999u)
+			goto bad;
+	}
+	if (rd.bad)
+		goto bad;
+	size_t end = rd.pos;
+
+	GET(&rd, h);
+	get(&rd, magic, sizeof(magic));
+	if (rd.bad || h != journal_hash(p, end) || memcmp(magic, TRAILER, 8) || rd.pos != len)
+		goto bad;
+	if (decode_ids(ids, ids_len, mf))
+		goto bad;
+	return 0;
+bad:
+	journal_manifest_free(mf);
+	return -EBADMSG;
+}
+
 /* ------------------------------------------------------------ recovery */
 
 struct recovery {
@@ -211,13 +453,14 @@ struct recovery {
 };
 
 /*
- * Was the file created by the batch?  Only a file born strictly after the
- * manifest: the writer waits, once its manifest is durable, until the file
- * system's clock has moved past the manifest's time before it creates
- * anything (journal_wait_past), so a file born in the manifest's own clock
- * tick predates the batch and is never taken for one of its files.
+ * Born after the manifest, so possibly made by the batch (the fallback
+ * when the batch's identities never became durable; see the top).  The
+ * writer waits, once its manifest is durable, until the file system's
+ * clock has moved past the manifest's time before it creates anything
+ * (journal_wait_past), so a file born in the manifest's own clock tick
+ * predates the batch.
  */
-static bool is_ours(const struct recovery *r, const struct statx *sx)
+static bool born_after(const struct recovery *r, const struct statx *sx)
 {
 	const struct statx_timestamp *a, *b;
 
@@ -261,23 +504,18 @@ static int hash_fd(int fd, uint64_t size, uint64_t off, uint64_t *out)
 	return ret;
 }
 
-static void apply_meta(int dfd, const char *base, const struct mentry *m, bool symlink)
+static void apply_meta(int fd, bool opath, const struct mentry *m)
 {
-	if (m->wflags & BFO_WENTRY_OWNER)
-		fchownat(dfd, base, m->uid, m->gid, AT_SYMLINK_NOFOLLOW);
-	if (!symlink)
-		fchmodat(dfd, base, m->mode & 07777, 0);
-	if (m->wflags & BFO_WENTRY_TIMES) {
-		struct timespec ts[2] = {
-			{ m->atime_sec, m->atime_nsec },
-			{ m->mtime_sec, m->mtime_nsec },
-		};
+	struct bfo_wentry e = { .mode = m->mode, .uid = m->uid, .gid = m->gid,
+				.flags = m->wflags & (BFO_WENTRY_OWNER | BFO_WENTRY_TIMES),
+				.atime_sec = m->atime_sec, .atime_nsec = m->atime_nsec,
+				.mtime_sec = m->mtime_sec, .mtime_nsec = m->mtime_nsec };
 
-		utimensat(dfd, base, ts, AT_SYMLINK_NOFOLLOW);
-	}
+	meta_apply(fd, opath, &e, m->kind == M_SYMLINK, false);
 }
 
-/* Recreate a file of a stem batch from the durable stem. */
+/* Recreate a file of a stem batch from the durable stem: a new file, so
+ * its metadata goes to the descriptor that made it. */
 static void finish_from_stem(struct recovery *r, int dfd, const char *base, const struct mentry *m)
 {
 	uint8_t *buf;
@@ -305,168 +543,183 @@ static void finish_from_stem(struct recovery *r, int dfd, const char *base, cons
 		return;
 	}
 	free(buf);
+	apply_meta(fd, false, m);
 	close(fd);
-	apply_meta(dfd, base, m, false);
 	r->st->finished++;
 }
 
-static void recover_entry(struct recovery *r, const struct mentry *m)
+/* Is the file of this entry, proven the batch's (fd, O_PATH), complete?
+ * Then its metadata is finished through fd and it stays. */
+static bool entry_complete(int fd, const struct mentry *m, const struct statx *sx)
+{
+	char target[BFO_WPATH_MAX];
+	uint64_t h;
+
+	switch (m->kind) {
+	case M_FILE: {
+		char p[32];
+		int rfd;
+		bool same;
+
+		if (!S_ISREG(sx->stx_mode) || sx->stx_size != m->size)
+			return false;
+		snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+		rfd = open(p, O_RDONLY | O_CLOEXEC);
+		same = rfd >= 0 && hash_fd(rfd, m->size, 0, &h) == 0 && h == m->hash;
+		if (rfd >= 0)
+			close(rfd);
+		if (same)
+			apply_meta(fd, true, m);
+		return same;
+	}
+	case M_SYMLINK: {
+		ssize_t k = S_ISLNK(sx->stx_mode) ? readlinkat(fd, "", target, sizeof(target)) : -1;
+
+		if (k < 0 || journal_hash(target, (size_t)k) != m->hash)
+			return false;
+		apply_meta(fd, true, m);
+		return true;
+	}
+	default:
+		/* Hard links, fifos, device nodes and directories appear
+		 * whole; finish their metadata (a hard link shares its
+		 * source's). */
+		if (m->wtype != BFO_WTYPE_HARDLINK)
+			apply_meta(fd, true, m);
+		return true;
+	}
+}
+
+/* What the entry makes: a hard link or a directory nothing recovery may
+ * remove unproven (0). */
+static mode_t made_type(const struct mentry *m)
+{
+	switch (m->wtype) {
+	case BFO_WTYPE_FILE: return S_IFREG;
+	case BFO_WTYPE_SYMLINK: return S_IFLNK;
+	case BFO_WTYPE_FIFO: return S_IFIFO;
+	case BFO_WTYPE_CHR: return S_IFCHR;
+	case BFO_WTYPE_BLK: return S_IFBLK;
+	}
+	return 0;
+}
+
+static void recover_entry(struct recovery *r, const struct mentry *m, const struct fid *id)
 {
 	char dir[BFO_WPATH_MAX];
 	const char *base = wpath_split(m->path, dir, sizeof(dir));
-	bool stem_ok = false;
+	bool stem_ok = false, gone = true;
 	struct statx sx;
 	uint64_t h;
-	int dfd;
+	int dfd, fd;
 
-	if (wpath_check(m->path) && m->kind != M_TEMP)
+	if (wpath_check(m->path))
 		return;
 	if (m->kind == M_FILE && r->stem_fd >= 0 && m->stem_off != UINT64_MAX)
 		stem_ok = hash_fd(r->stem_fd, m->size, m->stem_off, &h) == 0 && h == m->hash;
 	dfd = wpath_open_dir(r->rootfd, dir, stem_ok);
 	if (dfd < 0)
 		return;
-	if (statx(dfd, base, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_SIZE | STATX_BTIME | STATX_CTIME,
-		  &sx) == 0) {
+	fd = openat(dfd, base, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW,
+			     STATX_TYPE | STATX_SIZE | STATX_NLINK | STATX_BTIME | STATX_CTIME, &sx) == 0) {
+		gone = false;
 		/* A temporary's name is unique to the writer that made it (and
 		 * a file in pieces keeps its temporary across batches, so it
-		 * may be older than this manifest): it goes by name. */
+		 * may be older than this manifest): it goes by name, and
+		 * nothing is applied to it. */
 		if (m->kind == M_TEMP) {
 			if (!strncmp(base, BFO_TMP_PREFIX, sizeof(BFO_TMP_PREFIX) - 1) &&
 			    S_ISREG(sx.stx_mode) && unlinkat(dfd, base, 0) == 0)
 				r->st->removed++;
-			goto out;
-		}
-		if (!is_ours(r, &sx))
-			goto out;
-		switch (m->kind) {
-		case M_FILE:
-			if (S_ISREG(sx.stx_mode) && sx.stx_size == m->size) {
-				int fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-				bool same = fd >= 0 && hash_fd(fd, m->size, 0, &h) == 0 && h == m->hash;
-
-				if (fd >= 0)
-					close(fd);
-				if (same) {
-					apply_meta(dfd, base, m, false);
-					r->st->complete++;
-					goto out;
-				}
-			}
-			if (!S_ISREG(sx.stx_mode))
-				goto out;
-			if (unlinkat(dfd, base, 0) == 0)
-				r->st->removed++;
-			break;
-		case M_SYMLINK: {
-			char target[BFO_WPATH_MAX];
-			ssize_t k = S_ISLNK(sx.stx_mode) ?
-				readlinkat(dfd, base, target, sizeof(target)) : -1;
-
-			if (k >= 0 && journal_hash(target, (size_t)k) == m->hash) {
-				apply_meta(dfd, base, m, true);
+		} else if (id && id->type) {
+			/* Proven the batch's, or left alone. */
+			if (!fid_match(fd, id))
+				;
+			else if (entry_complete(fd, m, &sx))
 				r->st->complete++;
-			} else if (S_ISLNK(sx.stx_mode) && unlinkat(dfd, base, 0) == 0) {
+			else if (m->kind != M_OTHER && unlinkat(dfd, base, 0) == 0) {
+				gone = true;
 				r->st->removed++;
 			}
-			goto out;
-		}
-		default:
-			/* Hard links, fifos, device nodes and directories appear
-			 * whole; finish their metadata (a hard link shares its
-			 * source's). */
-			if (m->wtype != BFO_WTYPE_HARDLINK)
-				apply_meta(dfd, base, m, false);
-			r->st->complete++;
-			goto out;
+		} else if (!(id && id->type) && born_after(r, &sx) && sx.stx_nlink == 1 &&
+			   (sx.stx_mode & S_IFMT) == made_type(m)) {
+			/* Maybe the batch's, maybe torn, unproven: removed,
+			 * never finished. */
+			if (unlinkat(dfd, base, 0) == 0) {
+				gone = true;
+				r->st->removed++;
+			}
 		}
 	}
-	if (stem_ok)
+	if (fd >= 0)
+		close(fd);
+	if (gone && stem_ok)
 		finish_from_stem(r, dfd, base, m);
-out:
 	close(dfd);
 }
 
-static bool parse(struct rd *rd, char **stem, struct mentry **out, uint32_t *nout)
+/* Acted on only when the effective user wrote it (see the top). */
+static bool manifest_trusted(const struct stat *st)
 {
-	char magic[8], trailer[8];
-	uint32_t bom, engine, n, stemlen;
-	uint64_t h;
+	return S_ISREG(st->st_mode) && st->st_uid == geteuid() && st->st_nlink == 1 &&
+	       !(st->st_mode & 022) && st->st_size <= BFO_MANIFEST_MAX;
+}
 
-	if (rd->len < sizeof(MAGIC) + sizeof(TRAILER) + 8)
-		return false;
-	memcpy(trailer, rd->p + rd->len - 8, 8);
-	memcpy(&h, rd->p + rd->len - 16, 8);
-	if (memcmp(trailer, TRAILER, 8) || h != journal_hash(rd->p, rd->len - 16))
-		return false;
-	rd->len -= 16;
-	GET(rd, magic);
-	GET(rd, bom);
-	GET(rd, engine);
-	GET(rd, n);
-	GET(rd, stemlen);
-	if (rd->bad || memcmp(magic, MAGIC, 8) || bom != BOM || stemlen >= BFO_WPATH_MAX)
-		return false;
-	*stem = calloc(1, stemlen + 1);
-	*out = calloc(n ? n : 1, sizeof(**out));
-	if (!*stem || !*out)
-		return false;
-	get(rd, *stem, stemlen);
-	for (uint32_t i = 0; i < n && !rd->bad; i++) {
-		struct mentry *e = &(*out)[i];
-		uint16_t plen;
-		char *path;
+/* Read a trusted journal file whole: 0 and *out (malloc'ed, *len bytes),
+ * or -errno.  Absent: 0 with *out NULL. */
+static int read_trusted(int jfd, const char *name, uint8_t **out, size_t *len)
+{
+	struct stat st;
+	size_t got = 0;
+	int fd = openat(jfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 
-		GET(rd, e->kind);
-		GET(rd, e->wtype);
-		GET(rd, e->wflags);
-		GET(rd, plen);
-		GET(rd, e->mode);
-		GET(rd, e->uid);
-		GET(rd, e->gid);
-		GET(rd, e->size);
-		GET(rd, e->hash);
-		GET(rd, e->stem_off);
-		GET(rd, e->atime_sec);
-		GET(rd, e->atime_nsec);
-		GET(rd, e->mtime_sec);
-		GET(rd, e->mtime_nsec);
-		path = malloc((size_t)plen + 1);
-		if (!path)
-			return false;
-		get(rd, path, plen);
-		path[plen] = '\0';
-		e->path = path;
-		*nout = i + 1;
+	*out = NULL;
+	*len = 0;
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (fstat(fd, &st) < 0 || !manifest_trusted(&st)) {
+		close(fd);
+		return -EPERM;
 	}
-	return !rd->bad && rd->pos == rd->len;
+	*out = malloc((size_t)st.st_size + 1);
+	while (*out && got < (size_t)st.st_size) {
+		ssize_t k = pread(fd, *out + got, (size_t)st.st_size - got, (off_t)got);
+
+		if (k <= 0)
+			break;
+		got += (size_t)k;
+	}
+	close(fd);
+	*len = got;
+	return *out ? 0 : -ENOMEM;
 }
 
 static void recover_manifest(int rootfd, int jfd, const char *name, struct bfo_recover_stats *st)
 {
 	struct recovery r = { .rootfd = rootfd, .stem_fd = -1, .st = st };
-	struct mentry *m = NULL;
-	uint32_t n = 0;
-	char *stem = NULL;
+	struct manifest mf = { 0 };
 	struct stat fst;
-	uint8_t *data = NULL;
+	uint8_t *data = NULL, *ids = NULL;
+	size_t got = 0, ids_len = 0;
+	char iname[128];
 	int fd;
 
-	fd = openat(jfd, name, O_RDONLY | O_CLOEXEC);
+	fd = openat(jfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return;
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {  /* a live writer's batch */
-		close(fd);
-		return;
+	if (fstat(fd, &fst) < 0 || !manifest_trusted(&fst)) {
+		st->untrusted++;
+		goto done;
 	}
-	if (fstat(fd, &fst) < 0 || statx(fd, "", AT_EMPTY_PATH, STATX_BTIME | STATX_CTIME, &r.t0) < 0)
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0)   /* a live writer's batch */
+		goto done;
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_BTIME | STATX_CTIME, &r.t0) < 0)
 		goto done;
 	r.have_btime = r.t0.stx_mask & STATX_BTIME;
 	data = malloc((size_t)fst.st_size + 1);
 	if (!data)
 		goto done;
-	size_t got = 0;
-
 	while (got < (size_t)fst.st_size) {
 		ssize_t k = pread(fd, data + got, (size_t)fst.st_size - got, (off_t)got);
 
@@ -474,30 +727,48 @@ static void recover_manifest(int rootfd, int jfd, const char *name, struct bfo_r
 			break;
 		got += (size_t)k;
 	}
-	struct rd rd = { .p = data, .len = got };
-
 	st->batches++;
-	if (parse(&rd, &stem, &m, &n)) {
-		if (stem[0])
-			r.stem_fd = openat(jfd, stem, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		for (uint32_t i = 0; i < n; i++)
-			recover_entry(&r, &m[i]);
+	ids_name(iname, sizeof(iname), name);
+	if (read_trusted(jfd, iname, &ids, &ids_len) == -EPERM)
+		st->untrusted++;
+	if (journal_manifest_decode(data, got, ids, ids_len, &mf) == 0) {
+		if (mf.stem[0])
+			r.stem_fd = openat(jfd, mf.stem, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		for (uint32_t i = 0; i < mf.n; i++)
+			recover_entry(&r, &mf.m[i], mf.ids ? &mf.ids[i] : NULL);
 	}
-	/* Not parsable: the manifest never became durable, so its batch
+	/* Not decodable: the manifest never became durable, so its batch
 	 * wrote no data; it only has to go. */
-	if (stem && stem[0])
-		unlinkat(jfd, stem, 0);
-	unlinkat(jfd, name, 0);
+	if (mf.stem && mf.stem[0])
+		unlinkat(jfd, mf.stem, 0);
+	journal_batch_remove(jfd, name);
 	fsync(jfd);
 done:
 	if (r.stem_fd >= 0)
 		close(r.stem_fd);
-	for (uint32_t i = 0; i < n; i++)
-		free((char *)m[i].path);
-	free(m);
-	free(stem);
+	journal_manifest_free(&mf);
 	free(data);
+	free(ids);
 	close(fd);
+}
+
+/* A file of the journal left by a writer that is gone (its lock file, the
+ * probe files of its clone test): the pid in its name no longer runs and
+ * nobody holds its lock. */
+static bool leftover(int jfd, const char *name)
+{
+	int pid, fd;
+	bool gone;
+
+	if (sscanf(name, "probe-%d-", &pid) != 1 && sscanf(name, "w-%d-", &pid) != 1)
+		return false;
+	if (!(kill(pid, 0) < 0 && errno == ESRCH))
+		return false;
+	fd = openat(jfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	gone = fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0;
+	if (fd >= 0)
+		close(fd);
+	return gone;
 }
 
 int journal_recover(int rootfd, int jfd, struct bfo_recover_stats *st)
@@ -520,13 +791,9 @@ int journal_recover(int rootfd, int jfd, struct bfo_recover_stats *st)
 
 	while ((de = readdir(d))) {
 		size_t l = strlen(de->d_name);
-		int pid;
 
-		/* A writer killed while probing for shared blocks left its
-		 * probe files: they go once that process is gone. */
-		if (sscanf(de->d_name, "probe-%d-", &pid) == 1) {
-			if (kill(pid, 0) < 0 && errno == ESRCH)
-				unlinkat(dfd, de->d_name, 0);
+		if (leftover(jfd, de->d_name)) {
+			unlinkat(jfd, de->d_name, 0);
 			continue;
 		}
 		if (l < 3 || strcmp(de->d_name + l - 2, ".m"))

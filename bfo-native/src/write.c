@@ -49,6 +49,7 @@ struct wdir {                       /* a DIR entry: metadata applied at close */
 	uint32_t mode, uid, gid, flags;
 	int64_t atime_sec, mtime_sec;
 	uint32_t atime_nsec, mtime_nsec;
+	struct fid id;              /* what the writer made or found there */
 };
 
 struct wstream {                    /* a file arriving in pieces */
@@ -67,6 +68,8 @@ struct wstream {                    /* a file arriving in pieces */
 
 struct bfo_writer {
 	int rootfd, jfd;
+	int lockfd;                 /* journal/w-PID-ID.lock: this writer lives */
+	char lockname[64];
 	struct bfo_write_opts o;
 	uint32_t engine;            /* resolved: STEM or BATCHED */
 	uint32_t blksz;
@@ -105,6 +108,9 @@ struct wbatch {
 	char **temps;               /* REPLACE: temporary base name per entry */
 	char **first_tmp;           /* first piece of a large file: its temporary */
 	uint64_t *stem_off;         /* STEM: offset of each entry in the stem */
+	int ifd;                    /* the manifest's identity records, or -1 */
+	const uint32_t *midx;       /* entry -> its manifest record */
+	_Atomic uint64_t ids_off;   /* where the next identity record goes */
 	int stem_fd;
 	atomic_bool stop;           /* STOP_ON_ERROR hit */
 };
@@ -159,95 +165,6 @@ static int write_all(int fd, const void *data, uint64_t len, uint64_t off)
 	return 0;
 }
 
-static void times_of(const struct bfo_wentry *e, struct timespec ts[2])
-{
-	ts[0].tv_sec = e->atime_sec;
-	ts[0].tv_nsec = e->atime_nsec;
-	ts[1].tv_sec = e->mtime_sec;
-	ts[1].tv_nsec = e->mtime_nsec;
-}
-
-/* Walk the packed xattr records of e; set each with fn.  A malformed
- * buffer is -EINVAL; an attribute the file system refuses is skipped when
- * it is not supported there (cp -a keeps xattrs where both sides can). */
-static int set_xattrs(const struct bfo_wentry *e, int fd, int dfd, const char *name)
-{
-	const uint8_t *p = e->xattrs, *end = p + e->xattrs_len;
-
-	while (p && p < end) {
-		const char *key = (const char *)p;
-		size_t kl = strnlen(key, (size_t)(end - p));
-		uint32_t vl;
-
-		if (kl == (size_t)(end - p) || end - (p + kl + 1) < (ptrdiff_t)sizeof(vl))
-			return -EINVAL;
-		memcpy(&vl, p + kl + 1, sizeof(vl));
-		const uint8_t *val = p + kl + 1 + sizeof(vl);
-
-		if (vl > (size_t)(end - val))
-			return -EINVAL;
-		int r;
-
-		if (fd >= 0) {
-			r = fsetxattr(fd, key, val, vl, 0);
-		} else {
-			/* No descriptor (symlinks, device nodes): through the
-			 * directory's descriptor; lsetxattr does not follow the
-			 * last component. */
-			char path[PATH_MAX];
-
-			snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", dfd, name);
-			r = lsetxattr(path, key, val, vl, 0);
-		}
-		if (r < 0 && errno != EOPNOTSUPP && errno != ENOTSUP && errno != EPERM)
-			return -errno;
-		p = val + vl;
-	}
-	return 0;
-}
-
-/* Owner before mode: chown clears set-id bits, which chmod then sets.
- * mode_done: the file was created with its exact mode already. */
-static int meta_fd(int fd, const struct bfo_wentry *e, bool mode_done)
-{
-	struct timespec ts[2];
-	int ret;
-
-	if (e->xattrs_len && (ret = set_xattrs(e, fd, -1, NULL)))
-		return ret;
-	if ((e->flags & BFO_WENTRY_OWNER) && fchown(fd, e->uid, e->gid) < 0)
-		return -errno;
-	if ((!mode_done || (e->flags & BFO_WENTRY_OWNER)) && fchmod(fd, e->mode & 07777) < 0)
-		return -errno;
-	if (e->flags & BFO_WENTRY_TIMES) {
-		times_of(e, ts);
-		if (futimens(fd, ts) < 0)
-			return -errno;
-	}
-	return 0;
-}
-
-static int meta_at(int dfd, const char *name, const struct bfo_wentry *e, bool symlink)
-{
-	struct timespec ts[2];
-	int ret;
-
-	if (e->xattrs_len && (ret = set_xattrs(e, -1, dfd, name)))
-		return ret;
-
-	if ((e->flags & BFO_WENTRY_OWNER) &&
-	    fchownat(dfd, name, e->uid, e->gid, AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
-	if (!symlink && fchmodat(dfd, name, e->mode & 07777, 0) < 0)
-		return -errno;
-	if (e->flags & BFO_WENTRY_TIMES) {
-		times_of(e, ts);
-		if (utimensat(dfd, name, ts, AT_SYMLINK_NOFOLLOW) < 0)
-			return -errno;
-	}
-	return 0;
-}
-
 static void tmp_name(struct bfo_writer *w, char *buf, size_t len)
 {
 	pthread_mutex_lock(&w->lock);
@@ -258,6 +175,27 @@ static void tmp_name(struct bfo_writer *w, char *buf, size_t len)
 }
 
 /* ------------------------------------------------------------ entries */
+
+/* The batch made entry i's file, of identity id: the journal learns it
+ * before anything else is done to the file (what recovery may touch). */
+static int journal_made(struct wbatch *b, uint32_t i, const struct fid *id)
+{
+	if (b->ifd < 0 || b->midx[i] == UINT32_MAX)
+		return 0;
+	return journal_id_append(b->ifd, &b->ids_off, b->midx[i], id);
+}
+
+/* A regular file the batch made is open on fd, its data written: its
+ * identity for the journal, then its metadata, through fd. */
+static int file_made(struct wbatch *b, uint32_t i, int fd, bool mode_done)
+{
+	struct fid id;
+	int ret = b->ifd < 0 ? 0 : fid_of_fd(fd, &id);
+
+	if (!ret)
+		ret = b->ifd < 0 ? 0 : journal_made(b, i, &id);
+	return ret ? ret : meta_apply(fd, false, &b->e[i], false, mode_done);
+}
 
 static int write_file(struct wbatch *b, int dfd, uint32_t i)
 {
@@ -298,7 +236,7 @@ static int write_file(struct wbatch *b, int dfd, uint32_t i)
 		stat_add(&w->st.syncs, 1);
 	}
 	if (!ret)
-		ret = meta_fd(fd, e, exact);
+		ret = file_made(b, i, fd, exact);
 	if (close(fd) < 0 && !ret)
 		ret = -errno;
 	if (ret)
@@ -306,6 +244,11 @@ static int write_file(struct wbatch *b, int dfd, uint32_t i)
 	else
 		stat_add(&w->st.bytes, e->length);
 	return ret;
+}
+
+static mode_t type_of(const struct bfo_wentry *e)
+{
+	return e->type == BFO_WTYPE_FIFO ? S_IFIFO : e->type == BFO_WTYPE_CHR ? S_IFCHR : S_IFBLK;
 }
 
 /* Symbolic links, fifos and device nodes appear whole; then their
@@ -320,15 +263,34 @@ static int write_special(struct wbatch *b, int dfd, uint32_t i)
 	if (link) {
 		ret = symlinkat(e->data, dfd, name);
 	} else {
-		mode_t type = e->type == BFO_WTYPE_FIFO ? S_IFIFO :
-			      e->type == BFO_WTYPE_CHR ? S_IFCHR : S_IFBLK;
+		mode_t type = type_of(e);
 
 		ret = mknodat(dfd, name, type | 0600, type == S_IFIFO ? 0 :
 			      makedev((unsigned)(e->rdev >> 32), (unsigned)e->rdev));
 	}
 	if (ret < 0)
 		return -errno;
-	ret = meta_at(dfd, name, e, link);
+	/* Made by name: what is there now is ours only if it is of our
+	 * type, ours, and linked once (another user may have swapped it;
+	 * one of theirs is neither touched nor removed). */
+	struct stat st;
+	int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || (st.st_mode & S_IFMT) != (link ? S_IFLNK : type_of(e)) ||
+	    st.st_uid != geteuid() || st.st_nlink != 1) {
+		close(fd);
+		return -ESTALE;
+	}
+	struct fid id;
+
+	ret = b->ifd < 0 ? 0 : fid_of_fd(fd, &id);
+	if (!ret)
+		ret = b->ifd < 0 ? 0 : journal_made(b, i, &id);
+	if (!ret)
+		ret = meta_apply(fd, true, e, link, false);
+	close(fd);
 	if (ret)
 		unlinkat(dfd, name, 0);
 	return ret;
@@ -338,22 +300,35 @@ static int write_dir(struct wbatch *b, int dfd, uint32_t i)
 {
 	struct bfo_writer *w = b->w;
 	struct bfo_wentry *e = &b->e[i];
-	struct stat st;
 	struct wdir d;
+	bool made = true;
+	int fd, ret;
 
 	/* Kept writable by its owner until close, when its own metadata is
-	 * applied after everything inside it is written. */
+	 * applied after everything inside it is written, to this very
+	 * directory (its identity is kept: cp -a also gives an existing
+	 * directory the source's metadata, but never what took its name). */
 	if (mkdirat(dfd, base_of(e->path), 0700) < 0) {
 		if (errno != EEXIST)
 			return -errno;
-		if (fstatat(dfd, base_of(e->path), &st, AT_SYMLINK_NOFOLLOW) < 0)
-			return -errno;
-		if (!S_ISDIR(st.st_mode))
-			return -EEXIST;
+		made = false;
 	}
+	fd = openat(dfd, base_of(e->path), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = fid_of_fd(fd, &d.id);
+	close(fd);
+	if (ret)
+		return ret;
+	if (d.id.type != S_IFDIR)
+		return -EEXIST;
+	if (made && (ret = journal_made(b, i, &d.id)))
+		return ret;
+	struct fid id = d.id;
+
 	d = (struct wdir){ .path = strdup(e->path), .mode = e->mode, .uid = e->uid, .gid = e->gid,
 			   .flags = e->flags, .atime_sec = e->atime_sec, .mtime_sec = e->mtime_sec,
-			   .atime_nsec = e->atime_nsec, .mtime_nsec = e->mtime_nsec };
+			   .atime_nsec = e->atime_nsec, .mtime_nsec = e->mtime_nsec, .id = id };
 	if (!d.path)
 		return -ENOMEM;
 	if (e->xattrs_len) {
@@ -433,41 +408,67 @@ static void group_task(struct pool_task *pt)
 
 /*
  * The io_uring variant of the batched engine: per file an openat (create,
- * exclusive, into a direct descriptor), a linked write and a close (and an
- * fsync before it for DURABILITY_EACH); metadata afterwards on the pool.
- * Only whole regular files take this path; everything else goes to the
- * pool as usual.
+ * exclusive), then a write (and an fsync for DURABILITY_EACH) once the
+ * descriptor is known; identity and metadata go to that descriptor before
+ * it is closed.  Only whole regular files take this path; everything else
+ * goes to the pool as usual.  Descriptors held: the queue depth.
  */
 struct uchain {
 	uint32_t i;
 	int dfd;
+	int fd;
 	int err;
 	int64_t written;            /* the write's result; short: finished by hand */
 };
 
-/* A chain's close completed: finish the file or remove what it left. */
+enum { U_OPEN = 1, U_WRITE, U_FSYNC };
+
+/* A chain ended: finish the file through its descriptor, or remove it. */
 static void uchain_done(struct wbatch *b, struct uchain *c)
 {
 	struct bfo_wentry *e = &b->e[c->i];
 	const char *name = b->temps && b->temps[c->i] ? b->temps[c->i] : base_of(e->path);
 
-	if (!c->err && c->written >= 0 && (uint64_t)c->written < e->length) {
+	if (c->fd >= 0) {
 		/* A short write: finish it here to learn the real error
 		 * (ENOSPC, EDQUOT) or to complete the file. */
-		int fd = openat(c->dfd, name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-
-		c->err = fd < 0 ? -errno : write_all(fd, (const uint8_t *)e->data + c->written,
-						       e->length - (uint64_t)c->written,
-						       (uint64_t)c->written);
-		if (fd >= 0 && close(fd) < 0 && !c->err)
+		if (!c->err && c->written >= 0 && (uint64_t)c->written < e->length)
+			c->err = write_all(c->fd, (const uint8_t *)e->data + c->written,
+					   e->length - (uint64_t)c->written, (uint64_t)c->written);
+		if (!c->err)
+			c->err = file_made(b, c->i, c->fd, false);
+		if (close(c->fd) < 0 && !c->err)
 			c->err = -errno;
+		/* Only a file this chain made is removed (-EEXIST came from
+		 * the open: the file there is not ours). */
+		if (c->err)
+			unlinkat(c->dfd, name, 0);
 	}
-	/* -EEXIST came from the open: the file there is not ours. */
-	if (c->err && c->err != -EEXIST)
-		unlinkat(c->dfd, name, 0);
 	set_status(b, c->i, c->err);
 	if (!c->err)
 		stat_add(&b->w->st.bytes, e->length);
+}
+
+/* The open of slot s completed with fd: its write (and fsync) go out. */
+static bool uchain_write(struct io_uring *ring, struct wbatch *b, struct uchain *c, uint32_t s)
+{
+	struct bfo_wentry *e = &b->e[c->i];
+	struct io_uring_sqe *q;
+
+	if (!e->length && b->w->o.durability != BFO_DURABILITY_EACH)
+		return false;
+	if (io_uring_sq_space_left(ring) < 2)
+		io_uring_submit(ring);
+	q = io_uring_get_sqe(ring);
+	io_uring_prep_write(q, c->fd, e->data, (unsigned)MIN(e->length, (uint64_t)1 << 30), 0);
+	q->user_data = (uint64_t)s << 8 | U_WRITE;
+	if (b->w->o.durability == BFO_DURABILITY_EACH) {
+		q->flags |= IOSQE_IO_LINK;
+		q = io_uring_get_sqe(ring);
+		io_uring_prep_fsync(q, c->fd, 0);
+		q->user_data = (uint64_t)s << 8 | U_FSYNC;
+	}
+	return true;
 }
 
 static int uring_files(struct wbatch *b, uint32_t *idx, int *dfds, uint32_t n)
@@ -481,14 +482,9 @@ static int uring_files(struct wbatch *b, uint32_t *idx, int *dfds, uint32_t n)
 	bool each = w->o.durability == BFO_DURABILITY_EACH;
 	int ret;
 
-	ret = io_uring_queue_init(qd * 4, &ring, 0);
+	ret = io_uring_queue_init(qd * 2, &ring, 0);
 	if (ret < 0)
 		return ret;
-	ret = io_uring_register_files_sparse(&ring, qd);
-	if (ret < 0) {
-		io_uring_queue_exit(&ring);
-		return ret;
-	}
 	io_uring_register_iowq_max_workers(&ring, wq);
 	ch = calloc(qd, sizeof(*ch));
 	free_slots = malloc(qd * sizeof(*free_slots));
@@ -511,100 +507,72 @@ static int uring_files(struct wbatch *b, uint32_t *idx, int *dfds, uint32_t n)
 			break;
 		while (nfree && sub < n && !atomic_load(&b->stop)) {
 			uint32_t i = idx[sub], s = free_slots[--nfree];
-			struct bfo_wentry *e = &b->e[i];
-			const char *name = b->temps && b->temps[i] ? b->temps[i] : base_of(e->path);
+			const char *name = b->temps && b->temps[i] ? b->temps[i] : base_of(b->e[i].path);
 			struct io_uring_sqe *q;
 
-			if (io_uring_sq_space_left(&ring) < 4)
+			if (io_uring_sq_space_left(&ring) < 1)
 				io_uring_submit(&ring);
-			ch[s] = (struct uchain){ .i = i, .dfd = dfds[sub], .written = -1 };
+			ch[s] = (struct uchain){ .i = i, .dfd = dfds[sub], .fd = -1, .written = -1 };
 			q = io_uring_get_sqe(&ring);
-			io_uring_prep_openat_direct(q, dfds[sub], name,
-						    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600, s);
-			q->flags |= IOSQE_IO_LINK;
-			q->user_data = (uint64_t)s << 8 | 1;
-			q = io_uring_get_sqe(&ring);
-			io_uring_prep_write(q, (int)s, e->data, (unsigned)e->length, 0);
-			/* Hard links after the open: the close runs even when the
-			 * write fails, so no slot is left holding a file. */
-			q->flags |= IOSQE_FIXED_FILE | IOSQE_IO_HARDLINK;
-			q->user_data = (uint64_t)s << 8 | 2;
-			if (each) {
-				q = io_uring_get_sqe(&ring);
-				io_uring_prep_fsync(q, (int)s, 0);
-				q->flags |= IOSQE_FIXED_FILE | IOSQE_IO_HARDLINK;
-				q->user_data = (uint64_t)s << 8 | 3;
-			}
-			q = io_uring_get_sqe(&ring);
-			io_uring_prep_close_direct(q, s);
-			q->user_data = (uint64_t)s << 8 | 4;
+			io_uring_prep_openat(q, dfds[sub], name,
+					     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+			q->user_data = (uint64_t)s << 8 | U_OPEN;
 			sub++;
 		}
 		io_uring_submit_and_wait(&ring, 1);
 		struct io_uring_cqe *cqe;
 		unsigned head, k = 0;
+		uint32_t ended[64];
+		unsigned nended = 0;
 
 		io_uring_for_each_cqe(&ring, head, cqe) {
 			uint32_t s = (uint32_t)(cqe->user_data >> 8);
 			unsigned op = cqe->user_data & 0xff;
 			struct uchain *c = &ch[s];
+			bool end = false;
 
 			k++;
-			/* A failed open cancels the rest of its chain: the first
-			 * error is the one reported. */
-			if (op == 2 && cqe->res >= 0)
-				c->written = cqe->res;
-			if (op == 3)
+			if (op == U_OPEN) {
+				if (cqe->res < 0)
+					c->err = cqe->res;
+				else
+					c->fd = cqe->res;
+				/* Submitted after this loop: the ring is being read. */
+				end = cqe->res < 0;
+				if (!end)
+					ended[nended++] = s | 0x80000000u;
+			} else if (op == U_WRITE) {
+				if (cqe->res >= 0)
+					c->written = cqe->res;
+				else if (!c->err)
+					c->err = cqe->res;
+				end = !each;
+			} else {
 				stat_add(&w->st.syncs, 1);
-			else if (cqe->res < 0 && cqe->res != -ECANCELED && !c->err)
-				c->err = cqe->res;
-			if (op == 4) {
-				uchain_done(b, c);
-				free_slots[nfree++] = s;
-				done++;
+				if (cqe->res < 0 && cqe->res != -ECANCELED && !c->err)
+					c->err = cqe->res;
+				end = true;
 			}
+			if (end)
+				ended[nended++] = s;
+			if (nended == sizeof(ended) / sizeof(ended[0]))
+				break;
 		}
 		io_uring_cq_advance(&ring, k);
+		for (unsigned x = 0; x < nended; x++) {
+			uint32_t s = ended[x] & 0x7fffffffu;
+
+			if ((ended[x] & 0x80000000u) && uchain_write(&ring, b, &ch[s], s))
+				continue;
+			uchain_done(b, &ch[s]);
+			free_slots[nfree++] = s;
+			done++;
+		}
 	}
 	free(ch);
 	free(free_slots);
 	io_uring_queue_exit(&ring);
 	return 0;
-}
-
-/* Metadata of files the io_uring path created, by name, on the pool. */
-struct mtask {
-	struct pool_task task;
-	struct wbatch *b;
-	uint32_t *idx;
-	int *dfds;
-	uint32_t first, count;
-};
-
-static void meta_task(struct pool_task *pt)
-{
-	struct mtask *t = (struct mtask *)pt;
-	struct wbatch *b = t->b;
-	struct bfo_writer *w = b->w;
-
-	for (uint32_t k = t->first; k < t->first + t->count; k++) {
-		uint32_t i = t->idx[k];
-		struct bfo_wentry *e = &b->e[i];
-		const char *name = b->temps && b->temps[i] ? b->temps[i] : base_of(e->path);
-		int ret;
-
-		if (e->status)
-			continue;
-		ret = meta_at(t->dfds[k], name, e, false);
-		if (ret) {
-			unlinkat(t->dfds[k], name, 0);
-			set_status(b, i, ret);
-		}
-	}
-	pthread_mutex_lock(&w->lock);
-	if (--w->tasks_left == 0)
-		pthread_cond_broadcast(&w->cond);
-	pthread_mutex_unlock(&w->lock);
 }
 
 static void run_tasks_wait(struct bfo_writer *w)
@@ -660,23 +628,6 @@ static void data_uring(struct wbatch *b, uint32_t gfirst, uint32_t gend, struct 
 		if (ret < 0) {
 			for (uint32_t k = 0; k < n; k++)
 				set_status(b, idx[k], ret);
-		} else {
-			/* Metadata by name, in parallel. */
-			uint32_t per = MAX(n / (w->pool.nthreads * 2), 64u), nt = (n + per - 1) / per;
-			struct mtask *mt = calloc(nt ? nt : 1, sizeof(*mt));
-
-			w->tasks_left = 0;
-			for (uint32_t k = 0; mt && k < nt; k++) {
-				mt[k] = (struct mtask){ .task.fn = meta_task, .b = b, .idx = idx,
-							.dfds = dfds, .first = k * per,
-							.count = MIN(per, n - k * per) };
-				pthread_mutex_lock(&w->lock);
-				w->tasks_left++;
-				pthread_mutex_unlock(&w->lock);
-				pool_push(&w->pool, &mt[k].task);
-			}
-			run_tasks_wait(w);
-			free(mt);
 		}
 		for (uint32_t k = 0; k < nopen; k++)
 			close(open_fds[k]);
@@ -797,7 +748,7 @@ static int write_piece(struct wbatch *b, uint32_t i)
 	if (w->o.durability != BFO_DURABILITY_NONE && fsync(s->fd) < 0)
 		ret = -errno;
 	if (!ret)
-		ret = meta_fd(s->fd, e, false);
+		ret = file_made(b, i, s->fd, false);
 	if (!ret && close(s->fd) < 0)
 		ret = -errno;
 	s->fd = -1;
@@ -985,9 +936,10 @@ static int write_stem(struct wbatch *b, const char *stem_name)
 
 BFO_API int bfo_writer_write(struct bfo_writer *w, struct bfo_wentry *e, unsigned n)
 {
-	struct wbatch b = { .w = w, .e = e, .n = n, .stem_fd = -1 };
+	struct wbatch b = { .w = w, .e = e, .n = n, .stem_fd = -1, .ifd = -1 };
 	struct mentry *m = NULL;
 	struct wtask *tasks = NULL;
+	uint32_t *midx = NULL;      /* entry -> its manifest record */
 	uint32_t nm = 0, ntasks = 0, failed = 0;
 	char mname[96], stem_name[112] = "";
 	bool *piece = NULL, pieces = false, defer = false;
@@ -1002,7 +954,9 @@ BFO_API int bfo_writer_write(struct bfo_writer *w, struct bfo_wentry *e, unsigne
 	b.first_tmp = calloc(n, sizeof(*b.first_tmp));
 	piece = calloc(n, sizeof(*piece));
 	m = calloc(2 * (size_t)n, sizeof(*m));
-	if (!b.order || !b.first_tmp || !piece || !m) {
+	midx = malloc(n * sizeof(*midx));
+	b.midx = midx;
+	if (!b.order || !b.first_tmp || !piece || !m || !midx) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -1091,8 +1045,10 @@ BFO_API int bfo_writer_write(struct bfo_writer *w, struct bfo_wentry *e, unsigne
 			struct bfo_wentry *x = &e[i];
 			struct mentry *me;
 
+			midx[i] = UINT32_MAX;
 			if (x->status)
 				continue;
+			midx[i] = nm;
 			me = &m[nm++];
 			*me = (struct mentry){ .kind = M_OTHER, .wtype = (uint8_t)x->type,
 					       .wflags = (uint8_t)(x->flags & (BFO_WENTRY_OWNER | BFO_WENTRY_TIMES)),
@@ -1141,6 +1097,11 @@ BFO_API int bfo_writer_write(struct bfo_writer *w, struct bfo_wentry *e, unsigne
 					     w->engine, &mfd);
 		if (ret)
 			goto out;
+		b.ifd = journal_ids_create(w->jfd, mname);
+		if (b.ifd < 0) {
+			ret = b.ifd;
+			goto out;
+		}
 		journal_wait_past(mfd);
 	} else if (stem_len) {
 		snprintf(stem_name, sizeof(stem_name), "b-%d-%x-%llu.stem", (int)getpid(), w->id,
@@ -1249,13 +1210,15 @@ out:
 		close(b.stem_fd);
 		unlinkat(w->jfd, stem_name, 0);
 	}
+	if (b.ifd >= 0)
+		close(b.ifd);
 	if (mfd >= 0 && defer) {
 		struct deferred_batch *d = &w->deferred[w->ndeferred++];
 
 		d->mfd = mfd;
 		snprintf(d->mname, sizeof(d->mname), "%s", mname);
 	} else if (mfd >= 0) {
-		unlinkat(w->jfd, mname, 0);
+		journal_batch_remove(w->jfd, mname);
 		close(mfd);   /* releases the lock */
 	}
 	if (ret) {
@@ -1284,6 +1247,7 @@ out:
 	free(b.stem_off);
 	free(b.order);
 	free(piece);
+	free(midx);
 	free(m);
 	free(tasks);
 	return ret ? ret : (int)failed;
@@ -1394,12 +1358,52 @@ static int opts_take(struct bfo_write_opts *out, const struct bfo_write_opts *in
 	return 0;
 }
 
+/*
+ * The journal directory, checked (journal_dir_open), and this writer's
+ * lock file in it.  Another writer closing or a recovery may remove the
+ * directory while it is empty, between our open and our lock file: then
+ * it is made again.
+ */
+static int journal_take(struct bfo_writer *w)
+{
+	int ret = -ENOENT;
+
+	for (int tries = 0; tries < 100 && ret == -ENOENT; tries++) {
+		w->jfd = journal_dir_open(w->rootfd, true);
+		if (w->jfd < 0) {
+			ret = w->jfd;
+			w->jfd = -1;
+			continue;
+		}
+		w->lockfd = journal_lock(w->jfd, w->id, w->lockname, sizeof(w->lockname));
+		ret = w->lockfd < 0 ? w->lockfd : 0;
+		if (ret) {
+			close(w->jfd);
+			w->jfd = -1;
+		}
+	}
+	return ret;
+}
+
+/* This writer's lock goes; the directory too when no one else is in it. */
+static void journal_leave(struct bfo_writer *w)
+{
+	if (w->lockfd >= 0) {
+		unlinkat(w->jfd, w->lockname, 0);
+		close(w->lockfd);
+	}
+	if (w->jfd >= 0) {
+		close(w->jfd);
+		unlinkat(w->rootfd, BFO_JOURNAL_DIR, AT_REMOVEDIR);
+	}
+	w->jfd = w->lockfd = -1;
+}
+
 BFO_API int bfo_writer_open(struct bfo_writer **out, const char *root, const struct bfo_write_opts *opts)
 {
 	struct bfo_writer *w;
 	struct statvfs sv;
 	struct bfo_recover_stats rs = { 0 };
-	bool made_journal = false;
 	int ret;
 
 	if (!out || !root || !*root)
@@ -1407,7 +1411,7 @@ BFO_API int bfo_writer_open(struct bfo_writer **out, const char *root, const str
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
-	w->rootfd = w->jfd = -1;
+	w->rootfd = w->jfd = w->lockfd = -1;
 	ret = opts_take(&w->o, opts);
 	if (ret)
 		goto fail;
@@ -1430,19 +1434,9 @@ BFO_API int bfo_writer_open(struct bfo_writer **out, const char *root, const str
 		ret = -EROFS;
 		goto fail;
 	}
-	if (mkdirat(w->rootfd, BFO_JOURNAL_DIR, 0700) < 0) {
-		if (errno != EEXIST) {
-			ret = -errno;
-			goto fail;
-		}
-	} else {
-		made_journal = true;
-	}
-	w->jfd = openat(w->rootfd, BFO_JOURNAL_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (w->jfd < 0) {
-		ret = -errno;
+	ret = journal_take(w);
+	if (ret)
 		goto fail;
-	}
 	/* Unfinished batches of earlier writers come first. */
 	journal_recover(w->rootfd, w->jfd, &rs);
 	w->blksz = fstatvfs(w->rootfd, &sv) == 0 && sv.f_bsize >= 512 && sv.f_bsize <= (1u << 20) ?
@@ -1462,11 +1456,8 @@ BFO_API int bfo_writer_open(struct bfo_writer **out, const char *root, const str
 	*out = w;
 	return 0;
 fail:
-	if (w->jfd >= 0)
-		close(w->jfd);
 	/* Leave no trace of an open that did not happen. */
-	if (made_journal)
-		unlinkat(w->rootfd, BFO_JOURNAL_DIR, AT_REMOVEDIR);
+	journal_leave(w);
 	if (w->rootfd >= 0)
 		close(w->rootfd);
 	free(w);
@@ -1489,7 +1480,7 @@ BFO_API int bfo_writer_stats(struct bfo_writer *w, struct bfo_write_stats *st)
 static void release_deferred(struct bfo_writer *w)
 {
 	for (unsigned i = 0; i < w->ndeferred; i++) {
-		unlinkat(w->jfd, w->deferred[i].mname, 0);
+		journal_batch_remove(w->jfd, w->deferred[i].mname);
 		close(w->deferred[i].mfd);
 	}
 	w->ndeferred = 0;
@@ -1553,14 +1544,15 @@ BFO_API int bfo_writer_close(struct bfo_writer *w)
 					.atime_sec = d->atime_sec, .mtime_sec = d->mtime_sec,
 					.atime_nsec = d->atime_nsec, .mtime_nsec = d->mtime_nsec,
 					.xattrs = d->xattrs, .xattrs_len = d->xattrs_len };
+		int fd = dfd < 0 ? -1 : fid_open(dfd, base, &d->id);
+		int r = dfd < 0 ? 0 : fd < 0 ? fd : meta_apply(fd, true, &e, false, false);
 
-		if (dfd >= 0) {
-			int r = meta_at(dfd, base, &e, false);
-
-			if (r && !ret)
-				ret = r;
+		if (r && !ret)
+			ret = r;
+		if (fd >= 0)
+			close(fd);
+		if (dfd >= 0)
 			close(dfd);
-		}
 		free(d->path);
 		free(d->xattrs);
 	}
@@ -1568,9 +1560,7 @@ BFO_API int bfo_writer_close(struct bfo_writer *w)
 	if (w->o.durability != BFO_DURABILITY_NONE && w->ndirs && syncfs(w->rootfd) < 0 && !ret)
 		ret = -errno;
 	pool_stop(&w->pool);
-	close(w->jfd);
-	/* Empty unless another writer is at work here, or left a batch. */
-	unlinkat(w->rootfd, BFO_JOURNAL_DIR, AT_REMOVEDIR);
+	journal_leave(w);
 	close(w->rootfd);
 	free(w->streams);
 	pthread_mutex_destroy(&w->lock);
@@ -1592,11 +1582,10 @@ BFO_API int bfo_journal_recover(const char *root, struct bfo_recover_stats *stat
 	rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)
 		return -errno;
-	jfd = openat(rootfd, BFO_JOURNAL_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	jfd = journal_dir_open(rootfd, false);
 	if (jfd < 0) {
-		ret = errno == ENOENT ? 0 : -errno;
 		close(rootfd);
-		return ret;
+		return jfd == -ENOENT ? 0 : jfd;
 	}
 	ret = journal_recover(rootfd, jfd, stats);
 	if (ret >= 0 && (stats->removed || stats->finished))

@@ -5,9 +5,12 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdatomic.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "bfo.h"
+#include "meta.h"
 
 #define BFO_JOURNAL_DIR ".bfo-journal"
 /* Longest relative path the writer takes.  Directories are resolved one
@@ -41,7 +44,26 @@ struct mentry {
 	const char *path;
 };
 
+/* A decoded manifest: its entries, its stem's name ("" for none) and the
+ * identities recorded for them (ids[i].type 0: none for entry i). */
+struct manifest {
+	struct mentry *m;
+	uint32_t n, engine;
+	char *stem;
+	struct fid *ids;
+};
+/* Larger manifests are not acted on: more than any batch writes. */
+#define BFO_MANIFEST_MAX ((off_t)1 << 32)
+
 /* journal.c */
+int journal_dir_open(int rootfd, bool create);
+int journal_lock(int jfd, uint32_t id, char *name, size_t len);
+int journal_id_append(int mfd, _Atomic uint64_t *off, uint32_t idx, const struct fid *id);
+int journal_manifest_decode(const uint8_t *p, size_t len, const uint8_t *ids, size_t ids_len,
+			    struct manifest *mf);
+int journal_ids_create(int jfd, const char *mname);
+void journal_batch_remove(int jfd, const char *mname);
+void journal_manifest_free(struct manifest *mf);
 int journal_manifest_write(int jfd, const char *name, const struct mentry *m, uint32_t n,
 			   const char *stem, uint32_t engine, int *fd_out);
 int journal_recover(int rootfd, int jfd, struct bfo_recover_stats *st);

@@ -757,7 +757,9 @@ static void scenario_stem(void *arg)
 			 "precondition: s/f008 does not hold just its cloned blocks (size %lld)",
 			 (long long)st.st_size);
 		T_ASSERT(tw_manifests(root, m, sizeof(m)) == 1, "precondition: no manifest");
-		T_ASSERT(tw_list_prefix(tw_fmt("%s/.bfo-journal", root), "", l, sizeof(l)) == 2 &&
+		/* the manifest, its identity records, the stem (and the killed
+		 * writer's lock file, w-...) */
+		T_ASSERT(tw_list_prefix(tw_fmt("%s/.bfo-journal", root), "b-", l, sizeof(l)) == 3 &&
 			 strstr(l, ".stem"), "precondition: no stem (%s)", l);
 		if (k == 1) {
 			/* damage file 12's bytes in the stem (each file: 4 blocks) */

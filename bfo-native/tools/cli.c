@@ -2,6 +2,9 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -99,3 +102,36 @@ int cli_size(const char *s, uint64_t *out)
 	*out = v;
 	return 0;
 }
+
+/* Why a journal directory is refused (journal.c's trust rule), or NULL. */
+static const char *journal_refusal(const char *dir)
+{
+	char j[PATH_MAX];
+	struct stat st;
+
+	if (snprintf(j, sizeof(j), "%s/.bfo-journal", dir) >= (int)sizeof(j) || lstat(j, &st) < 0)
+		return NULL;
+	return S_ISLNK(st.st_mode) ? "a symbolic link" : !S_ISDIR(st.st_mode) ? "not a directory" :
+	       st.st_uid != geteuid() ? "owned by another user" :
+	       (st.st_mode & 022) ? "writable by others" : NULL;
+}
+
+void cli_dest_error(const char *cmd, const char *dest, int err)
+{
+	char parent[PATH_MAX];
+	const char *dir = dest, *why = NULL;
+
+	if (err == -ELOOP || err == -ENOTDIR || err == -EPERM) {
+		why = journal_refusal(dir);
+		if (!why && snprintf(parent, sizeof(parent), "%s", dest) < (int)sizeof(parent)) {
+			dir = dirname(parent);
+			why = journal_refusal(dir);
+		}
+	}
+	if (why)
+		fprintf(stderr, "bfo: %s: %s/.bfo-journal is %s: refusing a journal this user did not "
+			"make (nothing was written; remove it if it is yours)\n", cmd, dir, why);
+	else
+		fprintf(stderr, "bfo: %s: %s: %s\n", cmd, dest, bfo_strerror(err));
+}
+

@@ -38,6 +38,10 @@ int cli_size(const char *s, uint64_t *out);
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t cli_now_ns(void);
 
+/* Report an error of opening the destination dest of cmd; a journal
+ * directory refused as not the user's own is named with the reason. */
+void cli_dest_error(const char *cmd, const char *dest, int err);
+
 int cmd_cp(int argc, char **argv);
 int cmd_write(int argc, char **argv);
 int cmd_recover(int argc, char **argv);

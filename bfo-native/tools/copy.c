@@ -98,7 +98,7 @@ int cmd_cp(int argc, char **argv)
 	bfo_copier_stats(c, &st);
 	cli_progress_tick(&prog, st.files, st.bytes, true);
 	if (ret < 0 && ret != -ECANCELED)
-		fprintf(stderr, "bfo: cp: %s: %s\n", argv[argc - 1], bfo_strerror(ret));
+		cli_dest_error("cp", argv[argc - 1], ret);
 	if (stats)
 		fprintf(stderr, "bfo cp: %" PRIu64 " files, %" PRIu64 " other entries, %.1f MB, %" PRIu64
 			" errors in %.3f s; read engine %s, write engine %s, %" PRIu64 " batches\n",
@@ -108,8 +108,9 @@ int cmd_cp(int argc, char **argv)
 	bfo_copier_destroy(c);
 	if (ret == -ECANCELED)
 		return 130;
+	/* The destination refused (not a directory, its journal not ours). */
 	if (ret < 0)
-		return ret == -ENOTDIR || ret == -EINVAL ? 2 : 1;
+		return ret == -ENOTDIR || ret == -EINVAL || ret == -ELOOP || ret == -EPERM ? 2 : 1;
 	return ret ? 1 : 0;
 usage:
 	fprintf(stderr, "usage: bfo cp [-a] [--durability none|batch|each] [--replace] SRC... DST\n");

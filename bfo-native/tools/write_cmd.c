@@ -432,7 +432,7 @@ int cmd_write(int argc, char **argv)
 		wo.durability = BFO_DURABILITY_CLOSE;
 	ret = bfo_writer_open(&r.w, argv[optind], &wo);
 	if (ret) {
-		fprintf(stderr, "bfo: write: %s: %s\n", argv[optind], bfo_strerror(ret));
+		cli_dest_error("write", argv[optind], ret);
 		return 2;
 	}
 	cli_progress_init(&r.prog, "written", -1);
@@ -481,7 +481,7 @@ int cmd_recover(int argc, char **argv)
 	}
 	ret = bfo_journal_recover(argv[1], &st);
 	if (ret < 0) {
-		fprintf(stderr, "bfo: recover: %s: %s\n", argv[1], bfo_strerror(ret));
+		cli_dest_error("recover", argv[1], ret);
 		return 2;
 	}
 	printf("bfo recover: %d unfinished batch%s; %" PRIu64 " files complete, %" PRIu64

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Metadata through descriptors (see meta.h).  Nothing here takes a path
+ * but a base name looked up once with O_NOFOLLOW beneath a directory
+ * descriptor; every change after that goes to the descriptor.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "meta.h"
+
+#ifndef SYS_fchmodat2
+#define SYS_fchmodat2 452
+#endif
+
+int fid_of_fd(int fd, struct fid *id)
+{
+	struct statx sx;
+
+	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW,
+		  STATX_TYPE | STATX_INO | STATX_BTIME, &sx) < 0)
+		return -errno;
+	*id = (struct fid){ .dev = makedev(sx.stx_dev_major, sx.stx_dev_minor), .ino = sx.stx_ino,
+			    .type = sx.stx_mode & S_IFMT };
+	if (sx.stx_mask & STATX_BTIME) {
+		id->born_sec = sx.stx_btime.tv_sec;
+		id->born_nsec = sx.stx_btime.tv_nsec;
+		id->flags |= FID_BORN;
+	} else {
+		/* The generation needs an open descriptor (not O_PATH). */
+		unsigned int gen;
+
+		if (ioctl(fd, FS_IOC_GETVERSION, &gen) == 0) {
+			id->gen = gen;
+			id->flags |= FID_GEN;
+		}
+	}
+	return 0;
+}
+
+bool fid_match(int fd, const struct fid *id)
+{
+	struct fid now;
+
+	if (fid_of_fd(fd, &now))
+		return false;
+	if (now.dev != id->dev || now.ino != id->ino || now.type != id->type)
+		return false;
+	if (id->flags & FID_BORN)
+		return (now.flags & FID_BORN) && now.born_sec == id->born_sec &&
+		       now.born_nsec == id->born_nsec;
+	if (id->flags & FID_GEN) {
+		unsigned int gen;
+
+		/* An O_PATH descriptor cannot answer: reopen it for reading. */
+		char p[32];
+		int rfd;
+
+		snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+		rfd = open(p, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		bool same = rfd >= 0 && ioctl(rfd, FS_IOC_GETVERSION, &gen) == 0 && gen == id->gen;
+
+		if (rfd >= 0)
+			close(rfd);
+		return same;
+	}
+	return true;
+}
+
+int fid_open(int dfd, const char *name, const struct fid *id)
+{
+	int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (!fid_match(fd, id)) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+/* Walk the packed xattr records of e and set each on fd.  A malformed
+ * buffer is -EINVAL; an attribute the file system refuses is skipped when
+ * it is not supported there (cp -a keeps xattrs where both sides can). */
+static int set_xattrs(int fd, bool opath, const struct bfo_wentry *e)
+{
+	const uint8_t *p = e->xattrs, *end = p + e->xattrs_len;
+	char path[32];
+
+	/* An O_PATH descriptor takes xattrs through its /proc link, which
+	 * leads to that inode itself (a symbolic link included), never on. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	while (p && p < end) {
+		const char *key = (const char *)p;
+		size_t kl = strnlen(key, (size_t)(end - p));
+		uint32_t vl;
+
+		if (kl == (size_t)(end - p) || end - (p + kl + 1) < (ptrdiff_t)sizeof(vl))
+			return -EINVAL;
+		memcpy(&vl, p + kl + 1, sizeof(vl));
+		const uint8_t *val = p + kl + 1 + sizeof(vl);
+
+		if (vl > (size_t)(end - val))
+			return -EINVAL;
+		int r = opath ? setxattr(path, key, val, vl, 0) : fsetxattr(fd, key, val, vl, 0);
+
+		if (r < 0 && errno != EOPNOTSUPP && errno != ENOTSUP && errno != EPERM)
+			return -errno;
+		p = val + vl;
+	}
+	return 0;
+}
+
+static int chmod_fd(int fd, bool opath, uint32_t mode)
+{
+	char path[32];
+
+	if (!opath)
+		return fchmod(fd, mode) < 0 ? -errno : 0;
+	if (syscall(SYS_fchmodat2, fd, "", mode, AT_EMPTY_PATH) == 0)
+		return 0;
+	if (errno != ENOSYS)
+		return -errno;
+	/* Kernels before 6.6: the /proc link of a descriptor that is not a
+	 * symbolic link leads to its inode. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	return chmod(path, mode) < 0 ? -errno : 0;
+}
+
+int meta_apply(int fd, bool opath, const struct bfo_wentry *e, bool symlink, bool mode_done)
+{
+	int ret;
+
+	if (e->xattrs_len && (ret = set_xattrs(fd, opath, e)))
+		return ret;
+	if ((e->flags & BFO_WENTRY_OWNER) &&
+	    fchownat(fd, "", e->uid, e->gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (!symlink && (!mode_done || (e->flags & BFO_WENTRY_OWNER)) &&
+	    (ret = chmod_fd(fd, opath, e->mode & 07777)))
+		return ret;
+	if (e->flags & BFO_WENTRY_TIMES) {
+		struct timespec ts[2] = {
+			{ e->atime_sec, e->atime_nsec },
+			{ e->mtime_sec, e->mtime_nsec },
+		};
+
+		if ((opath ? utimensat(fd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) :
+			     futimens(fd, ts)) < 0)
+			return -errno;
+	}
+	return 0;
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Metadata of files the writer made, applied only through descriptors of
+ * those very files, and the identities that prove which files they are.
+ * Another user may rename, replace or symlink any name under the
+ * destination at any moment; a descriptor cannot be redirected.
+ */
+#ifndef BFO_META_H
+#define BFO_META_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bfo.h"
+
+/* Who a file is: what the writer saw on the descriptor it made the file
+ * with.  An inode number alone may be reused as soon as a file is gone;
+ * with the birth time (or, where the file system keeps none, the inode
+ * generation) it names one file for the life of the file system. */
+struct fid {
+	uint64_t dev, ino;
+	int64_t born_sec;           /* birth time, when FID_BORN */
+	uint32_t born_nsec;
+	uint32_t gen;               /* inode generation, when FID_GEN */
+	uint32_t flags;
+	uint32_t type;              /* S_IFMT bits */
+};
+#define FID_BORN 1u
+#define FID_GEN  2u
+
+/* Fill id from fd (any kind, O_PATH included).  0 or -errno. */
+int fid_of_fd(int fd, struct fid *id);
+/* Is what fd refers to now the file id names? */
+bool fid_match(int fd, const struct fid *id);
+/* Open name beneath dfd without following it (O_PATH): -errno if absent,
+ * or -ESTALE when it is not the file id names. */
+int fid_open(int dfd, const char *name, const struct fid *id);
+
+/*
+ * Apply e's xattrs, owner, mode and times to the file open on fd.  fd is a
+ * read or write descriptor of a regular file or directory, or an O_PATH
+ * descriptor (opath) of anything; a symbolic link gets no mode (Linux has
+ * none for them).  mode_done: created with its exact mode already.
+ * Owner goes before mode: chown clears set-id bits, which chmod then sets.
+ */
+int meta_apply(int fd, bool opath, const struct bfo_wentry *e, bool symlink, bool mode_done);
+
+#endif
