@@ -176,7 +176,7 @@ static int warm_stop;           /* atomic: the thread ends */
 static void warm_end(void);
 static void resolve_extract(void);
 static void before_open(int dirfd, const char *path, int flags, int by_openat);
-static void after_open(int fd, const char *path, int flags);
+static void after_open(int dirfd, int fd, const char *path, int flags);
 static struct wfile *captured(int fd);
 static int close_captured(int fd);
 static void final_flush(void);
@@ -1041,7 +1041,7 @@ static int do_openat(int (*real)(int, const char *, int, ...), int dirfd,
 	fd = real(dirfd, path, flags, mode);
 	saved = errno;
 	if (extract_ok)
-		after_open(fd, path, flags);
+		after_open(dirfd, fd, path, flags);
 	if (e) {
 		if (fd >= 0) {
 			serve(fd, e);
@@ -1484,8 +1484,61 @@ static int known_dev(dev_t dev)
 	return 0;
 }
 
+/* A directory opened read-only (syncfs refuses O_PATH), if it is on dev. */
+static int dir_on(int dirfd, const char *path, dev_t dev, struct stat *sb)
+{
+	int d = real_openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (d >= 0 && (real_fstat(d, sb) < 0 || sb->st_dev != dev)) {
+		real_close(d);
+		d = -1;
+	}
+	return d;
+}
+
+/*
+ * A handle on the file system of path (a file tar just created from
+ * dirfd), for fstatfs and syncfs until exit.  Never that file, nor anything
+ * else tar may remove: an fd keeps an unlinked inode alive, so the next file
+ * tar creates gets a new inode number where plain tar gets the freed one
+ * back (ext4), and tar's delayed links see it: a symlink whose target is
+ * absolute or holds '..' is first an empty placeholder whose device and
+ * inode tar records, and at the end tar replaces whatever still has them by
+ * the link.  A later member of that name (tar unlinks the placeholder,
+ * creates the file) then left the file where plain tar leaves the link.
+ * So: the directory tar extracts from (tar holds it open itself), else the
+ * root of the mount holding the file (found going up from the file's
+ * directory; a mount point cannot be removed), or -1: the file goes to libc.
+ */
+static int fs_handle(int dirfd, const char *path, dev_t dev)
+{
+	const char *slash = strrchr(path, '/');
+	struct stat sb, up;
+	char *dir;
+	int d, u;
+
+	if ((d = dir_on(dirfd, ".", dev, &sb)) >= 0 || !slash)
+		return d;
+	if (!(dir = strndup(path, slash == path ? 1 : (size_t)(slash - path))))
+		return -1;
+	d = dir_on(dirfd, dir, dev, &sb);
+	free(dir);
+	for (int n = 0; d >= 0 && n < 4096; n++) {
+		if ((u = dir_on(d, "..", dev, &up)) < 0)
+			break;
+		if (up.st_ino == sb.st_ino) {   /* "/" */
+			real_close(u);
+			break;
+		}
+		real_close(d);
+		d = u;
+		sb = up;
+	}
+	return d;
+}
+
 /* The file system's index in devs[], or -1 (too many: its files go to libc). */
-static int note_dev(int fd, dev_t dev)
+static int note_dev(int dirfd, const char *path, dev_t dev)
 {
 	unsigned i;
 	int d;
@@ -1493,7 +1546,7 @@ static int note_dev(int fd, dev_t dev)
 	for (i = 0; i < ndevs; i++)
 		if (devs[i] == dev)
 			return (int)i;
-	if (ndevs == MAX_DEVS || (d = real_dup(fd)) < 0)
+	if (ndevs == MAX_DEVS || (d = fs_handle(dirfd, path, dev)) < 0)
 		return -1;
 	devs[ndevs] = dev;
 	devfd[ndevs] = d;
@@ -2080,14 +2133,14 @@ static void start_extracting(void)
 }
 
 /* tar opened path for writing, fd is the new file: capture it. */
-static void capture(int fd, const char *path)
+static void capture(int dirfd, int fd, const char *path)
 {
 	struct wfile *w;
 	struct stat sb;
 	int di;
 
 	if (fd >= FDTAB_MAX || wtab[fd] || real_fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) ||
-	    sb.st_size != 0 || (di = note_dev(fd, sb.st_dev)) < 0)
+	    sb.st_size != 0 || (di = note_dev(dirfd, path, sb.st_dev)) < 0)
 		return;
 	dirty = 1;
 	if (!reserve((unsigned)di, devbs[di] ? devbs[di] : 4096) || !(w = calloc(1, sizeof(*w))))
@@ -2141,7 +2194,7 @@ static void before_open(int dirfd, const char *path, int flags, int by_openat)
 		flush_if_pending(dirfd, path, (flags & O_NOFOLLOW) != 0);
 }
 
-static void after_open(int fd, const char *path, int flags)
+static void after_open(int dirfd, int fd, const char *path, int flags)
 {
 	struct stat sb;
 
@@ -2150,7 +2203,7 @@ static void after_open(int fd, const char *path, int flags)
 	if ((flags & O_ACCMODE) == O_WRONLY && (flags & O_CREAT) &&
 	    (flags & (O_EXCL | O_TRUNC)) && !(flags & (O_APPEND | O_PATH | O_DIRECT | O_SYNC | O_DSYNC)) &&
 	    !(flags & __O_TMPFILE)) {
-		capture(fd, path);
+		capture(dirfd, fd, path);
 		return;
 	}
 	/* A file opened some other way (O_PATH for metadata, read) may be a
@@ -2622,7 +2675,7 @@ static int do_open(int (*real)(const char *, int, ...), const char *path, int fl
 	fd = real(path, flags, mode);
 	if (fd >= 0 && pending() && !(write_open(flags) && (flags & O_CREAT)) && xenter()) {
 		saved = errno;
-		after_open(fd, path, flags);
+		after_open(AT_FDCWD, fd, path, flags);
 		errno = saved;
 		leave();
 	}
