@@ -36,9 +36,20 @@ import java.util.concurrent.CancellationException;
  * the umask, current times). An existing destination file is an error
  * (FileAlreadyExistsException) unless {@code replace}.
  *
- * <p>Without libbfo a pure-Java engine (a walk plus {@link java.nio.file.Files#copy};
- * no FIFOs or device nodes, no xattrs) serves the same API; its stats say
- * "java".
+ * <p>Without libbfo a pure-Java engine (a walk of the sources, each entry
+ * made as the Java writer makes it; no FIFOs or device nodes, no xattrs)
+ * serves the same API; its stats say "java".
+ *
+ * <p><b>A destination other users can write.</b> No symbolic link in the
+ * destination is followed and no mode, owner or time is applied to a file
+ * the copy did not make. The Java engine restores owners (as root),
+ * permission bits and times through descriptors, but set-id and sticky bits
+ * only where no other user can write the destination's path: elsewhere such
+ * a file is a failure (AccessDeniedException, "Operation not permitted",
+ * nothing at its path), a symbolic link keeps the owner it was made with,
+ * and a directory that existed before the copy keeps its metadata (a
+ * failure too). For {@code cp -a} of set-id files as root into such a
+ * directory, use the native engine. See the bfo-java README.
  *
  * <p><b>Thread safety:</b> thread-safe; runs are serialised (one at a time
  * per copier). {@link #cancel()} and {@link #close()} may be called from any

@@ -53,6 +53,20 @@ import java.util.Objects;
  * then an atomic rename, fsync per file for durability BATCH and EACH; no
  * crash manifest, no FIFOs) serves the same API.
  *
+ * <p><b>A root other users can write.</b> No engine follows a symbolic link
+ * or applies a mode, owner or time to a file it did not make. The Java
+ * engine makes each entry in a private directory of the root and applies
+ * its owner, permission bits and times there through a descriptor, but the
+ * JDK applies set-id and sticky bits, and a symbolic link's owner, only by
+ * path: it does so only where no other user can write the path from / to
+ * the root, and elsewhere fails that entry with -EPERM
+ * (AccessDeniedException, nothing written at its path). Use the native
+ * engine to restore set-id files (as root, {@code -a} style) into a
+ * directory other users can write. A DIRECTORY entry's metadata is applied
+ * at close only to a directory this writer made, or one whose path nobody
+ * else can write ({@link #close()} reports the others). See the bfo-java
+ * README ("The Java engines in a directory other users can write").
+ *
  * <p><b>Thread safety:</b> thread-safe; calls are serialised (one native
  * call at a time per writer). {@link #close()} from another thread waits for
  * a write in progress (the native writer has no cancel). Open streams must

@@ -79,6 +79,9 @@ final class Errno {
 
     /** The status that fits an exception the JDK threw (for the portable engines). */
     static int fromException(IOException e) {
+        if (e instanceof SafeTree.Refused) {
+            return -EPERM;
+        }
         if (e instanceof NoSuchFileException) {
             return -ENOENT;
         }

@@ -11,11 +11,8 @@ import java.nio.file.LinkOption;
 import java.nio.file.NotDirectoryException;
 import java.nio.file.Path;
 import java.nio.file.SimpleFileVisitor;
-import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
-import java.nio.file.attribute.BasicFileAttributeView;
 import java.nio.file.attribute.BasicFileAttributes;
-import java.nio.file.attribute.FileTime;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -28,14 +25,21 @@ import java.util.function.BooleanSupplier;
 
 /**
  * The portable pure-Java copier: a walk of each source (symbolic links not
- * followed) with {@link Files#copy}; directories' metadata applied last,
- * deepest first. No FIFOs, device nodes or xattrs (reported as failures).
+ * followed); every file, link and directory is made in the destination
+ * through {@link SafeTree} (made privately, metadata through a descriptor,
+ * renamed into place; no symbolic link followed in the destination), and
+ * directories' metadata applied last, deepest first, only to directories
+ * this run made (or whose path no other user can write). Owners are
+ * restored as root; set-id and sticky bits only where no other user can
+ * write the destination's path (else that entry fails with -EPERM), a
+ * symbolic link's owner only there too (else it is left as made, as
+ * {@link Files#copy} leaves it when it cannot). No FIFOs, device nodes or
+ * xattrs (reported as failures).
  */
 final class JavaCopier {
     private static final boolean UNIX = FileSystems.getDefault().supportedFileAttributeViews().contains("unix");
     private static final LinkOption NOFOLLOW = LinkOption.NOFOLLOW_LINKS;
     private static final int UMASK = NativeWriter.defaultMode(WriteEntry.Type.DIRECTORY) ^ 0777;
-    private static final boolean ROOT = "root".equals(System.getProperty("user.name"));
 
     private final boolean archive, replace;
     private final BatchFileWriter.Durability durability;
@@ -48,9 +52,10 @@ final class JavaCopier {
 
     private static final class Run {
         final List<IOException> failures = new ArrayList<>();
-        final Deque<Path[]> dirs = new ArrayDeque<>();    // {src, dst}, in pre-order
-        final Map<Object, Path> links = new HashMap<>();  // fileKey -> first copy
-        final List<Path> written = new ArrayList<>();
+        final Deque<Path[]> dirs = new ArrayDeque<>();    // {src, rel}, in pre-order
+        final Map<Object, Object[]> links = new HashMap<>();  // source fileKey -> {rel, fileKey} of the first copy
+        SafeTree tree;
+        Path shown;                                        // the root as given, for messages
         long files, others, bytes, batches;
         final long t0 = System.nanoTime();
         long lastProgress;
@@ -72,43 +77,15 @@ final class JavaCopier {
         Run run = new Run();
         run.listener = listener;
         run.cancelled = cancelled;
-        for (Path src : sources) {
-            if (cancelled.getAsBoolean()) {
-                break;
-            }
-            Path dst = dstIsDir ? target.resolve(src.getFileName() == null ? src : src.getFileName()) : target;
-            BasicFileAttributes a;
-            try {
-                a = Files.readAttributes(src, BasicFileAttributes.class, NOFOLLOW);
-            } catch (IOException e) {
-                fail(run, src, e);
-                continue;
-            }
-            if (a.isDirectory()) {
-                walk(run, src, dst);
-            } else {
-                one(run, src, dst, a);
-            }
+        // The tree is the target directory, or the one that will hold the target.
+        Path abs = target.toAbsolutePath();
+        run.shown = dstIsDir || abs.getParent() == null ? target : abs.getParent();
+        try (SafeTree tree = SafeTree.open(dstIsDir || abs.getParent() == null ? abs : abs.getParent(), false)) {
+            run.tree = tree;
+            copyAll(run, sources, dstIsDir ? null : abs.getFileName());
         }
         if (cancelled.getAsBoolean()) {
             throw new CancellationException("copy cancelled (" + run.files + " files copied)");
-        }
-        // directories: metadata deepest first (their times change while files are written in them)
-        List<Path[]> ds = new ArrayList<>(run.dirs);
-        for (int i = ds.size() - 1; i >= 0; i--) {
-            try {
-                dirMeta(ds.get(i)[0], ds.get(i)[1]);
-            } catch (IOException e) {
-                fail(run, ds.get(i)[1], e);
-            }
-        }
-        if (durability != BatchFileWriter.Durability.NONE) {
-            for (Path p : run.written) {
-                force(p);
-            }
-            for (Path[] d : ds) {
-                force(d[1]);
-            }
         }
         run.batches = 1;
         CopyStats st = run.stats();
@@ -118,26 +95,69 @@ final class JavaCopier {
         return new CopyResult(st, run.failures);
     }
 
-    private void walk(Run run, Path src, Path dst) throws IOException {
+    private void copyAll(Run run, List<Path> sources, Path as) throws IOException {
+        for (Path src : sources) {
+            if (run.cancelled.getAsBoolean()) {
+                break;
+            }
+            Path rel = as != null ? as : Path.of(src.getFileName() == null ? src.toString() : src.getFileName().toString());
+            BasicFileAttributes a;
+            try {
+                a = Files.readAttributes(src, BasicFileAttributes.class, NOFOLLOW);
+            } catch (IOException e) {
+                fail(run, src, e);
+                continue;
+            }
+            if (a.isDirectory()) {
+                walk(run, src, rel);
+            } else {
+                one(run, src, rel, a);
+            }
+        }
+        if (run.cancelled.getAsBoolean()) {
+            return;
+        }
+        // directories: metadata deepest first (their times change while files are written in them)
+        List<Path[]> ds = new ArrayList<>(run.dirs);
+        for (int i = ds.size() - 1; i >= 0; i--) {
+            try {
+                dirMeta(run, ds.get(i)[0], ds.get(i)[1]);
+            } catch (IOException e) {
+                fail(run, run.shown.resolve(ds.get(i)[1].toString()), e);
+            }
+        }
+        if (durability != BatchFileWriter.Durability.NONE) {
+            // files were forced as they were written; their directories now
+            List<Path> sync = new ArrayList<>();
+            sync.add(null);
+            for (Path[] d : ds) {
+                sync.add(d[1]);
+            }
+            for (Path d : sync) {
+                try {
+                    run.tree.syncDir(d);
+                } catch (IOException | RuntimeException e) {
+                    // best effort
+                }
+            }
+        }
+    }
+
+    private void walk(Run run, Path src, Path base) throws IOException {
         Files.walkFileTree(src, new SimpleFileVisitor<>() {
             @Override
             public FileVisitResult preVisitDirectory(Path dir, BasicFileAttributes attrs) {
                 if (run.cancelled.getAsBoolean()) {
                     return FileVisitResult.TERMINATE;
                 }
-                Path d = dst.resolve(src.relativize(dir).toString());
+                Path rel = resolve(base, src.relativize(dir));
                 try {
-                    if (Files.isSymbolicLink(d)) {
-                        throw new FileAlreadyExistsException(d.toString(), null, "a symbolic link is in the way");
-                    }
-                    if (!Files.isDirectory(d, NOFOLLOW)) {
-                        Files.createDirectory(d);
-                    }
-                    run.dirs.add(new Path[] {dir, d});
+                    run.tree.mkdir(rel);
+                    run.dirs.add(new Path[] {dir, rel});
                     run.others++;
                     return FileVisitResult.CONTINUE;
                 } catch (IOException e) {
-                    fail(run, d, e);
+                    fail(run, run.shown.resolve(rel.toString()), e);
                     return FileVisitResult.SKIP_SUBTREE;
                 }
             }
@@ -147,7 +167,7 @@ final class JavaCopier {
                 if (run.cancelled.getAsBoolean()) {
                     return FileVisitResult.TERMINATE;
                 }
-                one(run, file, dst.resolve(src.relativize(file).toString()), attrs);
+                one(run, file, resolve(base, src.relativize(file)), attrs);
                 return FileVisitResult.CONTINUE;
             }
 
@@ -159,7 +179,26 @@ final class JavaCopier {
         });
     }
 
-    private void one(Run run, Path src, Path dst, BasicFileAttributes a) {
+    private static Path resolve(Path base, Path rel) {
+        return rel.toString().isEmpty() ? base : base.resolve(rel.toString());
+    }
+
+    /** What archive (or cp -r) keeps of a source: mode, owner as root, times. */
+    private SafeTree.Meta meta(Path src, BasicFileAttributes a, boolean link) throws IOException {
+        if (!UNIX) {
+            return new SafeTree.Meta(-1, -1, -1, null, null);
+        }
+        Map<String, Object> u = Files.readAttributes(src, "unix:mode,uid,gid", NOFOLLOW);
+        int mode = (Integer) u.get("mode");
+        if (!archive) {
+            return new SafeTree.Meta(link ? -1 : mode & 0777 & ~UMASK, -1, -1, null, null);
+        }
+        boolean owner = SafeTree.euid() == 0;
+        return new SafeTree.Meta(link ? -1 : mode & 07777, owner ? (Integer) u.get("uid") : -1,
+                owner ? (Integer) u.get("gid") : -1, a.lastModifiedTime(), a.lastAccessTime());
+    }
+
+    private void one(Run run, Path src, Path rel, BasicFileAttributes a) {
         try {
             if (!a.isRegularFile() && !a.isSymbolicLink()) {
                 fail(run, src, Errno.forCopy(-Errno.EOPNOTSUPP, src.toString()));
@@ -167,79 +206,65 @@ final class JavaCopier {
             }
             if (archive && a.isRegularFile() && a.fileKey() != null && UNIX
                     && ((Integer) Files.getAttribute(src, "unix:nlink", NOFOLLOW)) > 1) {
-                Path first = run.links.get(a.fileKey());
+                Object[] first = run.links.get(a.fileKey());
                 if (first != null) {
-                    if (replace) {
-                        Files.deleteIfExists(dst);
-                    }
-                    Files.createLink(dst, first);
+                    run.tree.hardlink(rel, (Path) first[0], first[1], replace);
                     run.others++;
                     return;
                 }
-                run.links.put(a.fileKey(), dst);
             }
-            List<java.nio.file.CopyOption> opts = new ArrayList<>();
-            opts.add(NOFOLLOW);
-            if (replace) {
-                opts.add(StandardCopyOption.REPLACE_EXISTING);
-            }
-            if (archive) {
-                opts.add(StandardCopyOption.COPY_ATTRIBUTES);
-            }
-            Files.copy(src, dst, opts.toArray(new java.nio.file.CopyOption[0]));
             if (a.isSymbolicLink()) {
+                SafeTree.Meta m = meta(src, a, true);
+                if (m.uid >= 0 && !run.tree.trusted()) {
+                    // as Files.copy: a link's owner is kept where it can be, here only where it is safe
+                    m = new SafeTree.Meta(-1, -1, -1, m.mtime, m.atime);
+                }
+                run.tree.symlink(rel, Files.readSymbolicLink(src), m, replace);
                 run.others++;
             } else {
-                if (archive && ROOT && UNIX) {
-                    Files.setAttribute(dst, "unix:uid", Files.getAttribute(src, "unix:uid", NOFOLLOW), NOFOLLOW);
-                    Files.setAttribute(dst, "unix:gid", Files.getAttribute(src, "unix:gid", NOFOLLOW), NOFOLLOW);
-                    Files.setAttribute(dst, "unix:mode", (Integer) Files.getAttribute(src, "unix:mode") & 07777);
-                    Files.getFileAttributeView(dst, BasicFileAttributeView.class)
-                            .setTimes(a.lastModifiedTime(), a.lastAccessTime(), null);
-                } else if (!archive && UNIX) {
-                    int mode = (Integer) Files.getAttribute(src, "unix:mode") & 0777 & ~UMASK;
-                    Files.setAttribute(dst, "unix:mode", mode);
+                SafeTree.Meta m = meta(src, a, false);
+                // O_NOFOLLOW: a source swapped for a link is not read through it
+                try (FileChannel in = FileChannel.open(src, StandardOpenOption.READ, NOFOLLOW);
+                     SafeTree.Temp t = run.tree.newFile(rel)) {
+                    long n = 0, size = in.size();
+                    while (n < size) {
+                        long k = in.transferTo(n, size - n, t.ch);
+                        if (k <= 0) {
+                            break;
+                        }
+                        n += k;
+                    }
+                    if (durability != BatchFileWriter.Durability.NONE) {
+                        t.ch.force(true);
+                    }
+                    t.finish(m, replace);
+                    if (archive && a.fileKey() != null && UNIX
+                            && ((Integer) Files.getAttribute(src, "unix:nlink", NOFOLLOW)) > 1) {
+                        run.links.put(a.fileKey(), new Object[] {rel, t.key});
+                    }
+                    run.bytes += n;
                 }
                 run.files++;
-                run.bytes += a.size();
-                run.written.add(dst);
             }
             progress(run);
         } catch (IOException e) {
-            fail(run, e instanceof FileAlreadyExistsException ? dst : src, e);
+            fail(run, e instanceof FileAlreadyExistsException || e instanceof SafeTree.Refused
+                    ? run.shown.resolve(rel.toString()) : src, e);
         }
     }
 
-    private void dirMeta(Path src, Path dst) throws IOException {
+    private void dirMeta(Run run, Path src, Path rel) throws IOException {
         if (!UNIX) {
             return;
         }
-        int mode = (Integer) Files.getAttribute(src, "unix:mode", NOFOLLOW) & 07777;
-        if (!archive) {
-            Files.setAttribute(dst, "unix:mode", mode & 0777 & ~UMASK);
-            return;
-        }
-        if (ROOT) {
-            Files.setAttribute(dst, "unix:uid", Files.getAttribute(src, "unix:uid", NOFOLLOW), NOFOLLOW);
-            Files.setAttribute(dst, "unix:gid", Files.getAttribute(src, "unix:gid", NOFOLLOW), NOFOLLOW);
-        }
-        Files.setAttribute(dst, "unix:mode", mode);
         BasicFileAttributes a = Files.readAttributes(src, BasicFileAttributes.class, NOFOLLOW);
-        FileTime m = a.lastModifiedTime();
-        Files.getFileAttributeView(dst, BasicFileAttributeView.class).setTimes(m, a.lastAccessTime(), null);
-    }
-
-    private static void force(Path p) {
-        try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ)) {
-            ch.force(true);
-        } catch (IOException | RuntimeException e) {
-            // best effort
-        }
+        run.tree.applyDir(rel, meta(src, a, false));
     }
 
     private void fail(Run run, Path p, IOException e) {
         int st = Errno.fromException(e);
-        IOException x = st == -Errno.EIO || e instanceof FileAlreadyExistsException ? e : Errno.forCopy(st, p.toString());
+        IOException x = st == -Errno.EIO || e instanceof FileAlreadyExistsException || e instanceof SafeTree.Refused
+                ? e : Errno.forCopy(st, p.toString());
         run.failures.add(x);
         if (run.listener != null) {
             run.listener.error(p, x);

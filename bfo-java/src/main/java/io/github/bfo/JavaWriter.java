@@ -4,46 +4,32 @@ package io.github.bfo;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
-import java.nio.file.AtomicMoveNotSupportedException;
-import java.nio.file.FileAlreadyExistsException;
-import java.nio.file.FileSystems;
-import java.nio.file.Files;
-import java.nio.file.LinkOption;
-import java.nio.file.NotDirectoryException;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
-import java.nio.file.attribute.BasicFileAttributeView;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.FileTime;
-import java.nio.file.attribute.PosixFilePermission;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ThreadLocalRandom;
 
 /**
- * The portable pure-Java writer: each file goes to a temporary name in its
- * directory, gets its metadata, and is renamed into place (so a file is
- * complete or absent); durability BATCH and EACH fsync every file written
- * (BATCH after the whole batch) and their directories. No crash manifest,
- * no stem engine, no FIFOs ({@code -EOPNOTSUPP}). Destination paths follow
- * the native rules: relative, no '.'/'..', not the journal, no symbolic link
- * followed in the directories of a path.
+ * The portable pure-Java writer: each file is made in a private directory of
+ * the root (see {@link SafeTree}), gets its metadata there through a
+ * descriptor, and is renamed into place (so a file is complete or absent);
+ * durability BATCH and EACH fsync every file written (BATCH also its
+ * directories after the batch). No crash manifest, no stem engine, no FIFOs
+ * ({@code -EOPNOTSUPP}). Destination paths follow the native rules:
+ * relative, no '.'/'..', not the journal, no symbolic link followed in the
+ * directories of a path. Set-id and sticky bits and the owner of a symbolic
+ * link are applied only where no other user can write the root's path
+ * (else the entry fails with -EPERM, {@link SafeTree.Refused}).
  */
 final class JavaWriter implements BatchFileWriter.Impl {
-    private static final boolean UNIX = FileSystems.getDefault().supportedFileAttributeViews().contains("unix");
-    private static final boolean POSIX = FileSystems.getDefault().supportedFileAttributeViews().contains("posix");
-    private static final LinkOption NOFOLLOW = LinkOption.NOFOLLOW_LINKS;
-
-    private final Path root;
+    private final SafeTree tree;
     private final BatchFileWriter.Durability durability;
     private final boolean replace, stopOnError;
     private final List<Dir> dirs = new ArrayList<>();
@@ -53,35 +39,30 @@ final class JavaWriter implements BatchFileWriter.Impl {
     private boolean closed;
 
     private static final class Dir {
-        final Path path;
+        final Path rel;
         final WriteEntry e;
         final int depth;
 
-        Dir(Path path, WriteEntry e, int depth) {
-            this.path = path;
+        Dir(Path rel, WriteEntry e, int depth) {
+            this.rel = rel;
             this.e = e;
             this.depth = depth;
         }
     }
 
     private static final class Stream {
-        Path tmp, dest;
-        FileChannel ch;
+        SafeTree.Temp tmp;
         long next;
     }
 
     JavaWriter(BatchFileWriter.Builder b) throws IOException {
-        this.root = b.root.toAbsolutePath();
-        this.durability = b.durability;
-        this.replace = b.replace;
-        this.stopOnError = b.stopOnError;
-        Files.createDirectories(root);
-        if (!Files.isDirectory(root)) {
-            throw new NotDirectoryException(root.toString());
-        }
         if (b.engine == BatchFileWriter.Engine.STEM) {
             throw new IOException("the stem engine needs libbfo");
         }
+        this.durability = b.durability;
+        this.replace = b.replace;
+        this.stopOnError = b.stopOnError;
+        this.tree = SafeTree.open(b.root.toAbsolutePath(), true);
     }
 
     @Override
@@ -130,96 +111,19 @@ final class JavaWriter implements BatchFileWriter.Impl {
         return 0;
     }
 
-    private Path dest(WriteEntry e) {
-        Path rel = e.pathObj != null ? e.pathObj : root.getFileSystem().getPath(e.display);
-        return root.resolve(rel);
+    private static Path rel(Path obj, String display) {
+        return obj != null ? obj : Path.of(display);
     }
 
-    /** Parent directories beneath root: created if missing, never through a symbolic link (-ELOOP). */
-    private int parents(Path dest, Set<Path> checked) throws IOException {
-        Path parent = dest.getParent();
-        List<Path> chain = new ArrayList<>();
-        for (Path p = parent; p != null && !p.equals(root); p = p.getParent()) {
-            chain.add(p);
-        }
-        for (int i = chain.size() - 1; i >= 0; i--) {
-            Path p = chain.get(i);
-            if (checked.contains(p)) {
-                continue;
-            }
-            BasicFileAttributes a;
-            try {
-                a = Files.readAttributes(p, BasicFileAttributes.class, NOFOLLOW);
-            } catch (java.nio.file.NoSuchFileException x) {
-                try {
-                    Files.createDirectory(p);
-                } catch (FileAlreadyExistsException raced) {
-                    // fine if it is a directory: checked below
-                }
-                a = Files.readAttributes(p, BasicFileAttributes.class, NOFOLLOW);
-            }
-            if (a.isSymbolicLink()) {
-                return -Errno.ELOOP;
-            }
-            if (!a.isDirectory()) {
-                return -Errno.ENOTDIR;
-            }
-            checked.add(p);
-        }
-        return 0;
-    }
-
-    private static Path temp(Path dest) {
-        return dest.resolveSibling(".bfo-tmp." + Long.toHexString(ThreadLocalRandom.current().nextLong()));
-    }
-
-    private void meta(Path p, WriteEntry e, boolean symlink) throws IOException {
-        long t0 = System.nanoTime();
-        if (UNIX && e.uid != WriteEntry.UNSET) {
-            Files.setAttribute(p, "unix:uid", e.uid, NOFOLLOW);
-            Files.setAttribute(p, "unix:gid", e.gid, NOFOLLOW);
-        }
-        if (!symlink) {
-            int mode = e.mode != WriteEntry.UNSET ? e.mode : NativeWriter.defaultMode(e.type);
-            if (UNIX) {
-                Files.setAttribute(p, "unix:mode", mode, NOFOLLOW);
-            } else if (POSIX) {
-                Set<PosixFilePermission> ps = EnumSet.noneOf(PosixFilePermission.class);
-                for (PosixFilePermission x : PosixFilePermission.values()) {
-                    if ((mode & (1 << (8 - x.ordinal()))) != 0) {
-                        ps.add(x);
-                    }
-                }
-                Files.setPosixFilePermissions(p, ps);
-            }
-        }
-        if (e.hasTimes()) {
-            Files.getFileAttributeView(p, BasicFileAttributeView.class, NOFOLLOW)
-                    .setTimes(time(e.effMtime()), time(e.effAtime()), null);
-        }
-        nsMeta += System.nanoTime() - t0;
+    private static SafeTree.Meta meta(WriteEntry e) {
+        int mode = e.mode != WriteEntry.UNSET ? e.mode : NativeWriter.defaultMode(e.type);
+        return new SafeTree.Meta(e.type == WriteEntry.Type.SYMLINK ? -1 : mode, e.uid, e.gid,
+                e.hasTimes() ? time(e.effMtime()) : null, e.hasTimes() ? time(e.effAtime()) : null);
     }
 
     private static FileTime time(long nanos) {
         return FileTime.from(Instant.ofEpochSecond(Math.floorDiv(nanos, 1_000_000_000L),
                 Math.floorMod(nanos, 1_000_000_000L)));
-    }
-
-    /** Moves tmp to dest: atomically replacing, or refusing (-EEXIST) without replace. */
-    private void place(Path tmp, Path dest, WriteEntry e) throws IOException {
-        try {
-            if (!replace && Files.exists(dest, NOFOLLOW)) {
-                throw new FileAlreadyExistsException(e.display);
-            }
-            try {
-                Files.move(tmp, dest, StandardCopyOption.ATOMIC_MOVE);
-            } catch (AtomicMoveNotSupportedException x) {
-                Files.move(tmp, dest, StandardCopyOption.REPLACE_EXISTING);
-            }
-        } catch (IOException x) {
-            Files.deleteIfExists(tmp);
-            throw x;
-        }
     }
 
     private static void writeAll(FileChannel ch, ByteBuffer b, long pos) throws IOException {
@@ -228,7 +132,13 @@ final class JavaWriter implements BatchFileWriter.Impl {
         }
     }
 
-    private int writeOne(WriteEntry e, Set<Path> checked, List<Path> toSync) throws IOException {
+    private void finish(SafeTree.Temp t, WriteEntry e) throws IOException {
+        long t0 = System.nanoTime();
+        t.finish(meta(e), replace);
+        nsMeta += System.nanoTime() - t0;
+    }
+
+    private int writeOne(WriteEntry e, Set<Path> toSync) throws IOException {
         int c = checkPath(e.pathBytes);
         if (c < 0) {
             return c;
@@ -239,72 +149,45 @@ final class JavaWriter implements BatchFileWriter.Impl {
         if (streams.containsKey(e.display)) {
             return -Errno.EBUSY;
         }
-        Path dest = dest(e);
-        c = parents(dest, checked);
-        if (c < 0) {
-            return c;
-        }
+        Path rel = rel(e.pathObj, e.display);
         switch (e.type) {
             case FILE: {
-                Path tmp = temp(dest);
                 long t0 = System.nanoTime();
-                try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE,
-                        NOFOLLOW)) {
+                try (SafeTree.Temp t = tree.newFile(rel)) {
                     ByteBuffer d = e.buffer != null ? e.buffer.duplicate()
                             : ByteBuffer.wrap(e.array, e.arrayOff, e.arrayLen);
-                    writeAll(ch, d, 0);
-                    if (durability == BatchFileWriter.Durability.EACH) {
-                        ch.force(true);
-                        syncs++;
+                    writeAll(t.ch, d, 0);
+                    if (durability != BatchFileWriter.Durability.NONE) {
+                        // through the descriptor, before the file has a name anyone else can change
+                        t.ch.force(true);
+                        if (durability == BatchFileWriter.Durability.EACH) {
+                            syncs++;
+                        }
                     }
-                } catch (IOException x) {
-                    Files.deleteIfExists(tmp);
-                    throw x;
+                    nsData += System.nanoTime() - t0;
+                    finish(t, e);
                 }
-                nsData += System.nanoTime() - t0;
-                try {
-                    meta(tmp, e, false);
-                } catch (IOException x) {
-                    Files.deleteIfExists(tmp);
-                    throw x;
-                }
-                place(tmp, dest, e);
                 bytes += e.length();
-                toSync.add(dest);
+                toSync.add(rel.getParent() == null ? Path.of("") : rel.getParent());
                 return 0;
             }
             case DIRECTORY: {
-                if (Files.isSymbolicLink(dest)) {
-                    return -Errno.ELOOP;
-                }
-                if (!Files.isDirectory(dest, NOFOLLOW)) {
-                    Files.createDirectory(dest);
-                }
-                dirs.add(new Dir(dest, e, dest.getNameCount()));
-                toSync.add(dest);
+                tree.mkdir(rel);
+                dirs.add(new Dir(rel, e, rel.getNameCount()));
+                toSync.add(rel.getParent() == null ? Path.of("") : rel.getParent());
                 return 0;
             }
             case SYMLINK: {
-                Path target = e.targetObj != null ? e.targetObj : root.getFileSystem().getPath(e.targetDisplay);
-                Path tmp = temp(dest);
-                Files.createSymbolicLink(tmp, target);
-                try {
-                    meta(tmp, e, true);
-                } catch (IOException x) {
-                    Files.deleteIfExists(tmp);
-                    throw x;
-                }
-                place(tmp, dest, e);
-                toSync.add(dest);
+                Path target = e.targetObj != null ? e.targetObj : Path.of(e.targetDisplay);
+                long t0 = System.nanoTime();
+                tree.symlink(rel, target, meta(e), replace);
+                nsMeta += System.nanoTime() - t0;
+                toSync.add(rel.getParent() == null ? Path.of("") : rel.getParent());
                 return 0;
             }
             case HARDLINK: {
-                Path existing = root.resolve(e.targetObj != null ? e.targetObj
-                        : root.getFileSystem().getPath(e.targetDisplay));
-                Path tmp = temp(dest);
-                Files.createLink(tmp, existing);
-                place(tmp, dest, e);
-                toSync.add(dest);
+                tree.hardlink(rel, rel(e.targetObj, e.targetDisplay), null, replace);
+                toSync.add(rel.getParent() == null ? Path.of("") : rel.getParent());
                 return 0;
             }
             default:
@@ -312,38 +195,23 @@ final class JavaWriter implements BatchFileWriter.Impl {
         }
     }
 
-    private void sync(List<Path> paths) {
+    private void sync(Set<Path> dirs) {
         long t0 = System.nanoTime();
-        Set<Path> parents = new HashSet<>();
-        for (Path p : paths) {
-            force(p);
-            if (p.getParent() != null) {
-                parents.add(p.getParent());
+        for (Path d : dirs) {
+            try {
+                tree.syncDir(d.toString().isEmpty() ? null : d);
+            } catch (IOException | RuntimeException e) {
+                // best effort, as fsync of a directory is on some file systems
             }
-        }
-        for (Path d : parents) {
-            force(d);
         }
         syncs++;
         nsSync += System.nanoTime() - t0;
     }
 
-    private static void force(Path p) {
-        if (Files.isSymbolicLink(p)) {
-            return;
-        }
-        try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ)) {
-            ch.force(true);
-        } catch (IOException | UnsupportedOperationException e) {
-            // best effort: a directory cannot be opened on some platforms
-        }
-    }
-
     @Override
     public int writeBatch(List<WriteEntry> entries, int from, int to, WriteResult[] out) {
         batches++;
-        Set<Path> checked = new HashSet<>();
-        List<Path> toSync = new ArrayList<>();
+        Set<Path> toSync = new HashSet<>();
         int nfailed = 0;
         boolean stop = false;
         for (int i = from; i < to; i++) {
@@ -354,7 +222,7 @@ final class JavaWriter implements BatchFileWriter.Impl {
                 st = -Errno.ECANCELED;
             } else {
                 try {
-                    st = writeOne(e, checked, toSync);
+                    st = writeOne(e, toSync);
                 } catch (IOException x) {
                     st = Errno.fromException(x);
                     ex = x;
@@ -363,7 +231,7 @@ final class JavaWriter implements BatchFileWriter.Impl {
             if (st < 0) {
                 nfailed++;
                 failed++;
-                if (ex == null || st != -Errno.EIO) {
+                if (ex == null || (st != -Errno.EIO && !(ex instanceof SafeTree.Refused))) {
                     ex = Errno.forWrite(st, e.display, e.targetDisplay);
                 }
                 // as in libbfo: an invalid entry is refused up front and does not stop the batch
@@ -402,15 +270,9 @@ final class JavaWriter implements BatchFileWriter.Impl {
                 if (c < 0) {
                     return c;
                 }
-                Path dest = dest(t);
-                c = parents(dest, new HashSet<>());
-                if (c < 0) {
-                    return c;
-                }
+                SafeTree.Temp tmp = tree.newFile(rel(t.pathObj, t.display));
                 s = new Stream();
-                s.dest = dest;
-                s.tmp = temp(dest);
-                s.ch = FileChannel.open(s.tmp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE, NOFOLLOW);
+                s.tmp = tmp;
                 streams.put(t.display, s);
             }
             if (offset != s.next) {
@@ -418,20 +280,18 @@ final class JavaWriter implements BatchFileWriter.Impl {
                 return -Errno.EINVAL;
             }
             int len = data.remaining();
-            writeAll(s.ch, data, offset);
+            writeAll(s.tmp.ch, data, offset);
             s.next += len;
             bytes += len;
             if (more) {
                 return 0;
             }
             if (durability != BatchFileWriter.Durability.NONE) {
-                s.ch.force(true);
+                s.tmp.ch.force(true);
                 syncs++;
             }
-            s.ch.close();
             streams.remove(t.display);
-            meta(s.tmp, t, false);
-            place(s.tmp, s.dest, t);
+            finish(s.tmp, t);
             files++;
             return 0;
         } catch (IOException x) {
@@ -445,16 +305,7 @@ final class JavaWriter implements BatchFileWriter.Impl {
 
     private void drop(Stream s) {
         streams.values().remove(s);
-        try {
-            s.ch.close();
-        } catch (IOException ignored) {
-            // dropping anyway
-        }
-        try {
-            Files.deleteIfExists(s.tmp);
-        } catch (IOException ignored) {
-            // best effort
-        }
+        s.tmp.close();
     }
 
     @Override
@@ -463,26 +314,38 @@ final class JavaWriter implements BatchFileWriter.Impl {
             return;
         }
         closed = true;
-        for (Stream s : new ArrayList<>(streams.values())) {
-            drop(s);
-        }
         IOException first = null;
-        dirs.sort(Comparator.comparingInt((Dir d) -> d.depth).reversed());
-        for (Dir d : dirs) {
+        try {
+            for (Stream s : new ArrayList<>(streams.values())) {
+                drop(s);
+            }
+            dirs.sort(Comparator.comparingInt((Dir d) -> d.depth).reversed());
+            for (Dir d : dirs) {
+                long t0 = System.nanoTime();
+                try {
+                    tree.applyDir(d.rel, meta(d.e));
+                } catch (IOException x) {
+                    if (first == null) {
+                        first = x;
+                    }
+                }
+                nsMeta += System.nanoTime() - t0;
+            }
+            if (durability != BatchFileWriter.Durability.NONE && !dirs.isEmpty()) {
+                Set<Path> ps = new HashSet<>();
+                for (Dir d : dirs) {
+                    ps.add(d.rel);
+                }
+                sync(ps);
+            }
+        } finally {
             try {
-                meta(d.path, d.e, false);
+                tree.close();
             } catch (IOException x) {
                 if (first == null) {
                     first = x;
                 }
             }
-        }
-        if (durability != BatchFileWriter.Durability.NONE && !dirs.isEmpty()) {
-            List<Path> ps = new ArrayList<>();
-            for (Dir d : dirs) {
-                ps.add(d.path);
-            }
-            sync(ps);
         }
         if (first != null) {
             throw first;
