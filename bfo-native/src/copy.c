@@ -572,7 +572,7 @@ static void copy_tree(struct bfo_copier *c, const char *src, const char *prefix,
 }
 
 /* The destination root stands for a source directory: its xattrs too. */
-static void copy_root_xattrs(const char *src, const char *dst)
+static void copy_root_xattrs(const char *src, int dst)
 {
 	ssize_t n = llistxattr(src, NULL, 0);
 	char *names = n > 0 ? malloc((size_t)n) : NULL;
@@ -586,7 +586,7 @@ static void copy_root_xattrs(const char *src, const char *dst)
 		char *v = vl >= 0 ? malloc((size_t)vl + 1) : NULL;
 
 		if (v && (vl = lgetxattr(src, k, v, (size_t)vl)) >= 0)
-			lsetxattr(dst, k, v, (size_t)vl, 0);
+			fsetxattr(dst, k, v, (size_t)vl, 0);
 		free(v);
 	}
 	free(names);
@@ -682,7 +682,7 @@ BFO_API int bfo_copier_run(struct bfo_copier *c, const char *const *srcs, unsign
 	char *single = NULL;
 	const char *root_meta_src = NULL;
 	struct stat root_meta_st;
-	int ret;
+	int ret, root_fd = -1;
 
 	if (!c || !srcs || !nsrc || !dst || nsrc > UINT16_MAX)
 		return -EINVAL;
@@ -739,6 +739,10 @@ BFO_API int bfo_copier_run(struct bfo_copier *c, const char *const *srcs, unsign
 		free(single);
 		return ret;
 	}
+	/* The root's own metadata (when it stands for a source directory)
+	 * goes to the directory the writer opened, not to whatever has its
+	 * name by the end. */
+	root_fd = open(c->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ret = bfo_ctx_create(&c->rctx, &c->ro);
 	if (ret) {
 		bfo_writer_close(c->w);
@@ -829,13 +833,18 @@ BFO_API int bfo_copier_run(struct bfo_copier *c, const char *const *srcs, unsign
 	if (root_meta_src && c->archive && !atomic_load(&c->cancel)) {
 		struct timespec ts[2] = { root_meta_st.st_atim, root_meta_st.st_mtim };
 
-		if (c->is_root && lchown(c->root, root_meta_st.st_uid, root_meta_st.st_gid) < 0)
+		if (root_fd < 0)
+			report(c, c->root, -EBADF);
+		else if (c->is_root && fchown(root_fd, root_meta_st.st_uid, root_meta_st.st_gid) < 0)
 			report(c, c->root, -errno);
-		copy_root_xattrs(root_meta_src, c->root);
-		if (chmod(c->root, root_meta_st.st_mode & 07777) < 0 ||
-		    utimensat(AT_FDCWD, c->root, ts, 0) < 0)
+		if (root_fd >= 0)
+			copy_root_xattrs(root_meta_src, root_fd);
+		if (root_fd >= 0 && (fchmod(root_fd, root_meta_st.st_mode & 07777) < 0 ||
+				     futimens(root_fd, ts) < 0))
 			report(c, c->root, -errno);
 	}
+	if (root_fd >= 0)
+		close(root_fd);
 	bfo_ctx_destroy(c->rctx);
 	c->rctx = NULL;
 	c->w = NULL;
