@@ -13,6 +13,8 @@ set -euo pipefail
 PACKAGES=(
   cmake
   gcc
+  clang
+  libclang-rt-14-dev
   make
   pkg-config
   liburing-dev
