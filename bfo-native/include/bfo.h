@@ -111,6 +111,13 @@ struct bfo_opts {
  * piece fails, an entry with status < 0 and BFO_FILE_LAST ends that file and
  * the pieces before it must be discarded.  The metadata (times, owner,
  * links) is the file's as stat'ed before its bytes were read.
+ *
+ * Pseudo files, whose st_size is not their size (procfs, sysfs, debugfs,
+ * tracefs, configfs, securityfs, cgroup and other kernel file systems; and
+ * files of size 0 on file systems other than ext2/3/4, XFS, btrfs and
+ * tmpfs), are read to EOF as cat does, whatever st_size says: size is then
+ * the number of bytes read, delivered in one entry.  One of more than
+ * opts.large_file bytes fails with -EFBIG.
  */
 #define BFO_FILE_LAST     (1u << 0) /* last (or only) entry of this file */
 

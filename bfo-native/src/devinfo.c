@@ -24,6 +24,41 @@
 #define XFS_SUPER_MAGIC 0x58465342
 #endif
 
+/*
+ * File systems whose st_size says nothing of a file's bytes: procfs and
+ * kernfs-style attribute files report 0 or a page (4096) and make their
+ * content when read.  Their regular files are read to EOF, as cat and cp
+ * do (cp never trusts st_size either: it reads until read() returns 0).
+ */
+static bool fs_sizes_lie(unsigned long type)
+{
+	switch (type) {
+	case PROC_SUPER_MAGIC:
+	case SYSFS_MAGIC:
+	case DEBUGFS_MAGIC:
+	case TRACEFS_MAGIC:
+	case 0x62656570:                  /* configfs */
+	case SECURITYFS_MAGIC:
+	case CGROUP_SUPER_MAGIC:
+	case CGROUP2_SUPER_MAGIC:
+	case SELINUX_MAGIC:
+	case SMACK_MAGIC:
+	case BINFMTFS_MAGIC:
+	case 0x65735543:                  /* fusectl */
+		return true;
+	}
+	return false;
+}
+
+/* File systems where an empty regular file is empty.  Elsewhere (FUSE,
+ * e.g. lxcfs's /proc files in containers, network and unknown ones) a
+ * file of size 0 is read to EOF like a pseudo file: it costs one read. */
+static bool fs_sizes_true(unsigned long type)
+{
+	return type == EXT4_SUPER_MAGIC || type == XFS_SUPER_MAGIC || type == BTRFS_SUPER_MAGIC ||
+	       type == TMPFS_MAGIC;
+}
+
 void devcache_init(struct devcache *dc, bool want_raw)
 {
 	pthread_mutex_init(&dc->lock, NULL);
@@ -164,6 +199,8 @@ static void devinfo_probe(struct devinfo *d, const char *path, bool want_raw)
 			d->fs = FS_EXT4;
 		else if (sfs.f_type == XFS_SUPER_MAGIC)
 			d->fs = FS_XFS;
+		d->sizes_lie = fs_sizes_lie((unsigned long)sfs.f_type);
+		d->sizes_true = fs_sizes_true((unsigned long)sfs.f_type);
 	}
 	if (!want_raw) {
 		snprintf(d->why, sizeof(d->why), "raw reads not requested");

@@ -348,9 +348,32 @@ static void requeue(struct disp *d, struct window *w, uint32_t ei)
 	}
 	if (e->retries == 1)
 		stat_add(&d->ctx->st.fallback_files, 1);
-	e->route = e->size > d->ctx->o.large_file ? R_PIECES : R_POOL;
+	e->route = e->size > d->ctx->o.large_file && !e->pseudo ? R_PIECES : R_POOL;
 	e->engine = BFO_ENGINE_PORTABLE;
 	e->piece_off = 0;
+	slowq_push(d, w, ei);
+}
+
+/* The buffer a whole-file read fills: one byte past the size, whose
+ * arrival shows the file grew; a pseudo file's current capacity. */
+static uint64_t whole_len(const struct entry *e)
+{
+	return e->pseudo ? e->pcap : e->size + 1;
+}
+
+/* A pseudo file filled its buffer: read it again into a larger one (its
+ * own chunk), up to large_file bytes; beyond, it fails (-EFBIG). */
+static void pseudo_grow(struct disp *d, struct window *w, uint32_t ei)
+{
+	struct entry *e = &w->e[ei];
+	uint64_t max = d->ctx->o.large_file;
+
+	if (e->pcap - 1 >= max) {
+		finish_fail(d, w, ei, -EFBIG);
+		return;
+	}
+	e->pcap = MIN((e->pcap - 1) * PSEUDO_GROW, max) + 1;
+	e->retries = 1;    /* off the group's path, like a re-read */
 	slowq_push(d, w, ei);
 }
 
@@ -633,7 +656,8 @@ static void job_add(struct fjob *j, uint32_t ei, uint8_t *buf, uint64_t off, uin
 	it->len = len;
 	it->chunk = chunk;
 	it->result = 0;
-	it->changed = it->fresh_ok = false;
+	it->changed = it->fresh_ok = it->full = false;
+	it->got = 0;
 }
 
 static void job_submit(struct disp *d, struct fjob *j)
@@ -654,8 +678,12 @@ static void item_done(struct disp *d, struct window *w, enum fjob_kind kind, str
 	struct entry *e = &w->e[ei];
 	struct chunk *own = it->chunk;
 
-	if (!it->result && !it->changed) {
+	if (!it->result && it->full) {
+		pseudo_grow(d, w, ei);
+	} else if (!it->result && !it->changed) {
 		if (kind == FJ_WHOLE) {
+			if (e->pseudo)
+				e->size = it->got;
 			deliver(d, w, ei, own ? own : group_chunk(w, e), it->buf, 0, e->size, true);
 		} else {
 			bool last = it->off + it->len >= e->size;
@@ -720,7 +748,7 @@ static bool submit_slow(struct disp *d)
 		struct entry *e = &it.w->e[it.ei];
 		bool piece = e->route == R_PIECES;
 		uint64_t off = piece ? e->piece_off : 0;
-		uint64_t len = piece ? MIN(o->large_file, e->size - off) : e->size + 1;
+		uint64_t len = piece ? MIN(o->large_file, e->size - off) : whole_len(e);
 		bool in_place = !piece && e->in_group && group_chunk(it.w, e) && len <= e->cap;
 		struct chunk *c = NULL;
 		struct fjob *j;
@@ -808,7 +836,7 @@ static bool submit_group(struct disp *d, struct window *w, struct group *g, bool
 				if (x->route != R_POOL || x->retries)
 					break;
 				job_add(j, w->order[g->next], chunk_ptr(d->ctx, g->chunk) + x->buf_off,
-					0, x->size + 1, NULL);
+					0, whole_len(x), NULL);
 				g->next++;
 			}
 			job_submit(d, j);
@@ -857,8 +885,9 @@ static void submit_work(struct disp *d)
  * Last resort against a stall: the dispatcher waits for memory, nothing is
  * in flight and the caller holds nothing, so only the dispatcher's own
  * groups hold the arena, each waiting for a file queued behind the
- * allocation.  That file changed size since it was planned (the only way a
- * group's file needs memory of its own): it fails with -ESTALE.
+ * allocation.  That file changed size since it was planned, or is a pseudo
+ * file that outgrew its buffer (the only ways a group's file needs memory
+ * of its own): it fails with -ESTALE, or -ENOBUFS.
  */
 static void break_stall(struct disp *d)
 {
@@ -876,7 +905,9 @@ static void break_stall(struct disp *d)
 		return;
 	d->sq_head = (d->sq_head + 1) % d->sq_cap;
 	d->sq_count--;
-	finish_fail(d, it.w, it.ei, -ESTALE);
+	/* A pseudo file never changed: it wanted a larger buffer than the
+	 * arena could give now. */
+	finish_fail(d, it.w, it.ei, it.w->e[it.ei].pseudo ? -ENOBUFS : -ESTALE);
 }
 
 /* ---------------------------------------------------------- windows */

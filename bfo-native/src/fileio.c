@@ -42,6 +42,52 @@ static bool fresh_stat(int fd, struct entry *fresh)
 	return true;
 }
 
+/* read() from the file's position (pseudo files need not support pread)
+ * until EOF or len bytes. */
+static int read_seq(int fd, uint8_t *buf, uint64_t len, uint64_t *got)
+{
+	*got = 0;
+	while (*got < len) {
+		ssize_t n = read(fd, buf + *got, MIN(len - *got, (uint64_t)1 << 30));
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		*got += (uint64_t)n;
+	}
+	return 0;
+}
+
+/*
+ * A pseudo file: its bytes are made when read, its size and times say
+ * nothing, so it is read to EOF and checked only to be the file planned.
+ * Filling the buffer means EOF was not seen: the dispatcher asks again
+ * with a larger one.  The descriptor is non-blocking, so a file that
+ * never ends without blocking (trace_pipe) fails with -EAGAIN, not hangs.
+ */
+static void pseudo_read(struct fitem *it, const struct entry *e, int fd)
+{
+	int ret;
+
+	if (it->fresh.ino != e->ino || it->fresh.dev != e->dev) {
+		it->changed = true;
+		return;
+	}
+	ret = read_seq(fd, it->buf, it->len, &it->got);
+	if (ret) {
+		it->result = ret;
+		return;
+	}
+	if (bfo_test_hooks.after_data)
+		bfo_test_hooks.after_data(bfo_test_hooks.arg, e->path);
+	it->full = it->got == it->len;
+	it->result = 0;
+}
+
 static void fitem_read(struct fitem *it, enum fjob_kind kind, const struct entry *e,
 		       bool nofollow)
 {
@@ -61,6 +107,10 @@ static void fitem_read(struct fitem *it, enum fjob_kind kind, const struct entry
 	}
 	if (!S_ISREG(it->fresh.mode)) {
 		it->result = S_ISDIR(it->fresh.mode) ? -EISDIR : -EINVAL;
+		goto out;
+	}
+	if (e->pseudo) {
+		pseudo_read(it, e, fd);
 		goto out;
 	}
 	if (!meta_same(&it->fresh, e)) {

@@ -39,6 +39,18 @@
 /* A changed file is re-read at most this many times before -ESTALE. */
 #define BFO_MAX_RETRIES 3
 
+/*
+ * Pseudo files (procfs, sysfs, ... or size 0 where sizes may lie: see
+ * devinfo.c) are read per file to EOF into a buffer of PSEUDO_FIRST bytes
+ * (or their st_size, up to PSEUDO_FIRST_MAX); a read that fills it is done
+ * again into one PSEUDO_GROW times larger, up to large_file.  A pseudo file
+ * of more than large_file bytes (/proc/kcore) fails with -EFBIG: memory
+ * stays within the arena whatever the file's size.
+ */
+#define PSEUDO_FIRST     4096u
+#define PSEUDO_FIRST_MAX (64u << 10)
+#define PSEUDO_GROW      8u
+
 static inline uint64_t bfo_now_ns(void)
 {
 	struct timespec ts;
@@ -113,6 +125,8 @@ struct devinfo {
 	uint64_t devsize;
 	bool rotational;
 	enum fs_kind fs;
+	bool sizes_lie;          /* procfs, sysfs, ...: st_size is no size */
+	bool sizes_true;         /* ext4, XFS, btrfs, tmpfs: size 0 is empty */
 	char why[160];           /* why raw is not possible, or the device name */
 	struct devinfo *next;
 };
@@ -151,6 +165,7 @@ struct entry {
 	bool delivered;            /* its last entry was queued for the caller */
 	bool in_group;             /* counted in a group's open files */
 	bool raw_bad;              /* a region read failed: read it per file */
+	bool pseudo;               /* read to EOF, whatever size says (see PSEUDO_FIRST) */
 	uint32_t ext_first, ext_count;
 	uint32_t pending;          /* raw segments not yet copied */
 	uint32_t group;
@@ -159,6 +174,7 @@ struct entry {
 	uint64_t buf_off;          /* offset of its buffer in the group chunk */
 	uint64_t cap;              /* bytes of that buffer */
 	uint64_t piece_off;        /* R_PIECES: next offset to read */
+	uint64_t pcap;             /* pseudo: bytes the next read may fill */
 	struct devinfo *di;
 };
 
@@ -323,6 +339,8 @@ struct fitem {
 	int32_t result;            /* 0, or -errno */
 	bool changed;              /* metadata differed from the plan's: see fresh */
 	bool fresh_ok;             /* fresh holds the file's current metadata */
+	bool full;                 /* pseudo: the buffer filled before EOF */
+	uint64_t got;              /* pseudo: bytes read, EOF seen */
 	struct entry fresh;
 };
 

@@ -235,6 +235,14 @@ static enum route per_file_route(struct bfo_ctx *ctx, uint8_t *engine)
 	return R_POOL;
 }
 
+/* A file whose st_size is not its size: read it to EOF (internal.h). */
+static bool is_pseudo(const struct entry *e)
+{
+	if (!e->di)
+		return false;
+	return e->di->sizes_lie || (e->size == 0 && !e->di->sizes_true);
+}
+
 static void phase1_file(struct ptask *t, struct entry *e)
 {
 	struct bfo_ctx *ctx = t->ctx;
@@ -251,9 +259,18 @@ static void phase1_file(struct ptask *t, struct entry *e)
 	if (e->status || (o->flags & BFO_READ_METADATA_ONLY))
 		return;
 	e->di = devcache_get(&ctx->devs, e->dev, e->path);
+	e->pseudo = is_pseudo(e);
 	if (o->flags & BFO_READ_PLAN_ONLY) {
-		if (e->size)
+		if (e->size && !e->pseudo)
 			map_extents(t, e, nofollow, false);
+		return;
+	}
+	if (e->pseudo) {
+		/* Never mapped nor read raw: FIEMAP and st_size mean nothing there. */
+		e->route = R_POOL;
+		e->engine = BFO_ENGINE_PORTABLE;
+		e->sort_key = e->ino;
+		e->pcap = MIN(MAX(e->size, PSEUDO_FIRST), PSEUDO_FIRST_MAX) + 1;
 		return;
 	}
 	if (e->size > o->large_file) {
@@ -431,8 +448,6 @@ static int plan_only_stats(struct bfo_ctx *ctx, struct window *w)
 	return 0;
 }
 
-/* Per-file buffer size: one byte more than the file so a read that
- * returns more than the stat'ed size shows the file grew. */
 /* A raw file large enough for its own regions to be read straight into
  * its buffer (see entry_offset). */
 static bool entry_direct(const struct entry *e)
@@ -440,8 +455,12 @@ static bool entry_direct(const struct entry *e)
 	return e->route == R_RAW && e->size >= DIRECT_MIN;
 }
 
+/* Per-file buffer size: one byte more than the file so a read that
+ * returns more than the stat'ed size shows the file grew. */
 static uint64_t entry_need(const struct entry *e)
 {
+	if (e->pseudo)
+		return ALIGN_UP(e->pcap, 64);
 	if (entry_direct(e))
 		return ALIGN_UP(e->size + 1, DIRECT_ALIGN);
 	return ALIGN_UP(e->size + 1, 64);
