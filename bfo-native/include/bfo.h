@@ -390,6 +390,8 @@ enum bfo_wtype {
 	BFO_WTYPE_FIFO = 4,
 	BFO_WTYPE_CHR = 5,       /* rdev */
 	BFO_WTYPE_BLK = 6,       /* rdev */
+	BFO_WTYPE_SOCK = 7,      /* a Unix socket's node (mknod S_IFSOCK, as cp -a
+				    makes it); recovered like a fifo */
 };
 
 /* bfo_wentry.flags */

@@ -471,10 +471,6 @@ static void add_other(struct bfo_copier *c, const char *src, const char *dest, c
 {
 	struct bfo_wentry *e;
 
-	if (S_ISSOCK(st->st_mode)) {
-		report(c, src, -EOPNOTSUPP);   /* cp cannot recreate a socket either */
-		return;
-	}
 	if (!(e = add(c)) || !(e->path = own(c, strdup(dest)))) {
 		if (e)
 			c->n--;
@@ -500,6 +496,8 @@ static void add_other(struct bfo_copier *c, const char *src, const char *dest, c
 		e->data = own(c, t);
 	} else if (S_ISFIFO(st->st_mode)) {
 		e->type = BFO_WTYPE_FIFO;
+	} else if (S_ISSOCK(st->st_mode)) {
+		e->type = BFO_WTYPE_SOCK;      /* a node, as cp makes: nothing listens */
 	} else {
 		e->type = S_ISCHR(st->st_mode) ? BFO_WTYPE_CHR : BFO_WTYPE_BLK;
 		e->rdev = (uint64_t)major(st->st_rdev) << 32 | minor(st->st_rdev);
@@ -593,6 +591,19 @@ static void copy_root_xattrs(const char *src, int dst)
 }
 
 /* ---------------------------------------------------------- the API */
+
+/*
+ * The name a source takes inside an existing destination directory.  cp
+ * copies SRC/., SRC/.. (and SRC/./, SRC/../) into the directory itself,
+ * not to DST/. or DST/..: their contents go into DST, whose own metadata
+ * becomes the source's.  "" says so; "/" (the source "/") likewise.
+ */
+static const char *into_name(const char *base)
+{
+	if (!strcmp(base, ".") || !strcmp(base, "..") || !strcmp(base, "/"))
+		return "";
+	return base;
+}
 
 static mode_t process_umask(void)
 {
@@ -782,7 +793,7 @@ BFO_API int bfo_copier_run(struct bfo_copier *c, const char *const *srcs, unsign
 		{
 			char *b = strdup(sc);
 
-			s->prefix = b ? strdup(dst_is_dir ? basename(b) : (single ? single : "")) : NULL;
+			s->prefix = b ? strdup(dst_is_dir ? into_name(basename(b)) : (single ? single : "")) : NULL;
 			free(b);
 		}
 		if (!s->prefix) {

@@ -248,10 +248,11 @@ static int write_file(struct wbatch *b, int dfd, uint32_t i)
 
 static mode_t type_of(const struct bfo_wentry *e)
 {
-	return e->type == BFO_WTYPE_FIFO ? S_IFIFO : e->type == BFO_WTYPE_CHR ? S_IFCHR : S_IFBLK;
+	return e->type == BFO_WTYPE_FIFO ? S_IFIFO : e->type == BFO_WTYPE_SOCK ? S_IFSOCK :
+	       e->type == BFO_WTYPE_CHR ? S_IFCHR : S_IFBLK;
 }
 
-/* Symbolic links, fifos and device nodes appear whole; then their
+/* Symbolic links, fifos, sockets and device nodes appear whole; then their
  * metadata, and a failure there removes them again. */
 static int write_special(struct wbatch *b, int dfd, uint32_t i)
 {
@@ -264,9 +265,10 @@ static int write_special(struct wbatch *b, int dfd, uint32_t i)
 		ret = symlinkat(e->data, dfd, name);
 	} else {
 		mode_t type = type_of(e);
+		bool dev = type == S_IFCHR || type == S_IFBLK;
 
-		ret = mknodat(dfd, name, type | 0600, type == S_IFIFO ? 0 :
-			      makedev((unsigned)(e->rdev >> 32), (unsigned)e->rdev));
+		ret = mknodat(dfd, name, type | 0600, dev ?
+			      makedev((unsigned)(e->rdev >> 32), (unsigned)e->rdev) : 0);
 	}
 	if (ret < 0)
 		return -errno;
@@ -783,6 +785,7 @@ static int validate(struct bfo_writer *w, struct bfo_wentry *e)
 	case BFO_WTYPE_FIFO:
 	case BFO_WTYPE_CHR:
 	case BFO_WTYPE_BLK:
+	case BFO_WTYPE_SOCK:
 		return 0;
 	}
 	return -EINVAL;

@@ -8,7 +8,7 @@
  * empty ones included, with modes 0750, setgid and sticky; symbolic links
  * relative, absolute, dangling and to a directory; hard links within the
  * tree (three names of one file, and a second name of the 17 MiB file); a
- * FIFO, a character and a block device (root); setuid/setgid files; odd
+ * FIFO, a socket's node, a character and a block device (root); setuid/setgid files; odd
  * names (spaces, a newline, a tab, non-UTF-8 bytes, a backslash, a leading
  * dash); user.* xattrs on files and directories (the top one too),
  * trusted.* on a symlink (root); mtimes with nanoseconds, atimes in the
@@ -24,6 +24,10 @@
  *    one file SRC -> the file DST; one file into a directory; several
  *    SOURCEs into a directory (compared with cp doing the same); several
  *    SOURCEs onto a non-directory -> exit 2.
+ *  - sources named SRC/., SRC/./, SRC/sub/.., SRC/, SRC and `.` (from inside
+ *    SRC) into an existing directory, and SRC/. onto a new name: the same
+ *    tree as cp -a given the same names (SRC/. and SRC/.. copy the contents
+ *    into DST and give DST SRC's metadata).
  *  - exit codes: 2 for usage errors; 1 and a message naming it for a
  *    missing source; 1 and a message naming it for a file that uid 65534
  *    cannot read (the copy made as uid 65534 otherwise equals `cp -a` made
@@ -190,6 +194,13 @@ static int gen_tree(const char *src, uint64_t seed)
 		t_fail("mkfifo: %s", strerror(errno));
 	own(p, 2000, 2000);
 	set_times(p, 900);
+	n++;
+	/* a Unix socket's node: cp -a makes one with mknod */
+	snprintf(p, sizeof(p), "%s/a/sock", src);
+	if (mknod(p, S_IFSOCK | 0751, 0) < 0)
+		t_fail("mknod socket: %s", strerror(errno));
+	own(p, 1000, 2000);
+	set_times(p, 903);
 	n++;
 	if (root_user) {
 		snprintf(p, sizeof(p), "%s/chr", src);
@@ -506,6 +517,75 @@ static void scenario_recursive(void *arg)
 	free(dst);
 	free(ref);
 	t_log("cp -r: compared with cp -r");
+	tw_checks_end();
+}
+
+/* Sources named with `.` and `..` components and trailing slashes. */
+static void scenario_dots(void *arg)
+{
+	const struct env *v = arg;
+	char *s = t_path(v->tmp, "dots-src");
+	static const struct {
+		const char *name;   /* the source, below v->tmp; "." from inside dots-src */
+		bool dst_exists;
+		bool below;         /* the copy is DST/dots-src, not DST itself */
+	} cases[] = {
+		{ "dots-src/.", true, false }, { "dots-src/./", true, false },
+		{ "dots-src/sub/..", true, false }, { "dots-src/", true, true },
+		{ "dots-src", true, true }, { ".", true, false }, { "dots-src/.", false, false },
+	};
+	struct tw_run r, c;
+
+	mk(s, 0750);
+	mk(tw_fmt("%s/sub", s), 0705);
+	t_write_random(tw_fmt("%s/sub/f", s), 5000, 77);
+	t_write_random(tw_fmt("%s/g", s), 0, 78);
+	if (mkfifo(tw_fmt("%s/fifo", s), 0640) < 0 || mknod(tw_fmt("%s/sub/sock", s), S_IFSOCK | 0755, 0) < 0)
+		t_fail("setup: %s", strerror(errno));
+	set_times(tw_fmt("%s/sub/f", s), 20);
+	set_times(tw_fmt("%s/g", s), 21);
+	set_times(tw_fmt("%s/fifo", s), 22);
+	set_times(tw_fmt("%s/sub/sock", s), 23);
+	set_times(tw_fmt("%s/sub", s), 24);
+	set_times(s, 25);
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		char *dst = t_pathf("%s/dots-bfo%zu", v->tmp, k), *ref = t_pathf("%s/dots-cp%zu", v->tmp, k);
+		bool inside = !strcmp(cases[k].name, ".");
+		char *src = inside ? strdup(".") : t_path(v->tmp, cases[k].name);
+		const char *a[] = { "-a", src, dst, NULL };
+		char what[128];
+
+		snprintf(what, sizeof(what), "cp -a %s %s DST", cases[k].name,
+			 cases[k].dst_exists ? "into an existing" : "onto a new");
+		if (cases[k].dst_exists) {
+			tw_mkdirs(dst);
+			tw_mkdirs(ref);
+		}
+		if (inside && chdir(s) < 0)
+			t_fail("chdir: %s", strerror(errno));
+		bfo_cp(&r, (uid_t)-1, a);
+		TW_CHECK(r.status == 0 && r.err_len == 0, "[%s] exit %d, stderr: %s", what, r.status, r.err);
+		tw_run_free(&r);
+		tw_runl(&c, "cp", "-a", src, ref, (char *)NULL);
+		T_ASSERT(c.status == 0, "%s: %s", what, c.err);
+		tw_run_free(&c);
+		if (inside && chdir(v->tmp) < 0)
+			t_fail("chdir: %s", strerror(errno));
+		if (cases[k].below) {
+			/* DST's own times are those of its new entry */
+			expect_same(ref, dst, cpa_flags() & ~TW_TOP, what);
+			expect_same(tw_fmt("%s/dots-src", ref), tw_fmt("%s/dots-src", dst), cpa_flags(),
+				    what);
+		} else {
+			expect_same(ref, dst, cpa_flags(), what);
+		}
+		t_sh("rm -rf '%s' '%s'", dst, ref);
+		free(dst);
+		free(ref);
+		free(src);
+	}
+	free(s);
+	t_log("sources with . and .. and trailing slashes: compared with cp -a");
 	tw_checks_end();
 }
 
@@ -840,6 +920,7 @@ int main(void)
 
 	t_subtest("archive", 300, scenario_archive, &v);
 	t_subtest("rules", 120, scenario_rules, &v);
+	t_subtest("dot sources", 60, scenario_dots, &v);
 	t_subtest("exit codes", 120, scenario_exit, &v);
 	t_subtest("recursive", 120, scenario_recursive, &v);
 	t_subtest("no regular files", 60, scenario_noregular, &v);

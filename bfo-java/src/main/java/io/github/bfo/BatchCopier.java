@@ -31,13 +31,13 @@ import java.util.concurrent.CancellationException;
  * {@code target/basename(source)}; otherwise the one source becomes the
  * target. {@code archive} keeps what {@code cp -a} keeps (mode bits, owner
  * and group as root, atime/mtime, symbolic links, hard links, empty
- * directories, FIFOs and device nodes, xattrs where both sides can); without
- * it the copy is like {@code cp -r} (symbolic links stay links, modes less
- * the umask, current times). An existing destination file is an error
+ * directories, FIFOs, sockets' nodes and device nodes, xattrs where both
+ * sides can); without it the copy is like {@code cp -r} (symbolic links stay
+ * links, modes less the umask, current times). An existing destination file is an error
  * (FileAlreadyExistsException) unless {@code replace}.
  *
  * <p>Without libbfo a pure-Java engine (a walk of the sources, each entry
- * made as the Java writer makes it; no FIFOs or device nodes, no xattrs)
+ * made as the Java writer makes it; no FIFOs, sockets or device nodes, no xattrs)
  * serves the same API; its stats say "java".
  *
  * <p><b>A destination other users can write.</b> No symbolic link in the
