@@ -692,7 +692,7 @@ BFO_API int bfo_copier_run(struct bfo_copier *c, const char *const *srcs, unsign
 	bool dst_is_dir;
 	char *single = NULL;
 	const char *root_meta_src = NULL;
-	struct stat root_meta_st;
+	struct stat root_meta_st = { 0 };
 	int ret, root_fd = -1;
 
 	if (!c || !srcs || !nsrc || !dst || nsrc > UINT16_MAX)

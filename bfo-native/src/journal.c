@@ -600,6 +600,7 @@ static mode_t made_type(const struct mentry *m)
 	case BFO_WTYPE_FIFO: return S_IFIFO;
 	case BFO_WTYPE_CHR: return S_IFCHR;
 	case BFO_WTYPE_BLK: return S_IFBLK;
+	case BFO_WTYPE_SOCK: return S_IFSOCK;
 	}
 	return 0;
 }
