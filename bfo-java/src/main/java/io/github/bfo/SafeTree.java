@@ -715,6 +715,29 @@ final class SafeTree implements Closeable {
         }
     }
 
+    /** Closes and forgets the open directories at rel and beneath (before rel is removed or replaced). */
+    void forget(Path rel) {
+        Iterator<Map.Entry<Path, SecureDirectoryStream<Path>>> it = open.entrySet().iterator();
+        while (it.hasNext()) {
+            Map.Entry<Path, SecureDirectoryStream<Path>> e = it.next();
+            if (e.getKey().startsWith(rel)) {
+                closeQuietly(e.getValue());
+                it.remove();
+            }
+        }
+        made.keySet().removeIf(k -> k.startsWith(rel));
+    }
+
+    /** The attributes of the stream's own directory. */
+    static BasicFileAttributes attrsOf(SecureDirectoryStream<Path> d) throws IOException {
+        return self(d);
+    }
+
+    /** The attributes of name in d, not following a link; null when it does not exist. */
+    static BasicFileAttributes attrsIn(SecureDirectoryStream<Path> d, Path name) throws IOException {
+        return attrsOrNull(d, name);
+    }
+
     /** Removes the stages (and anything left in them) and closes every directory. */
     @Override
     public void close() throws IOException {

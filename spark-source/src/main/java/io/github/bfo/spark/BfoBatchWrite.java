@@ -1,19 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 package io.github.bfo.spark;
 
+import io.github.bfo.DestinationTree;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
-import java.nio.file.LinkOption;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.stream.Stream;
 import org.apache.spark.sql.connector.write.BatchWrite;
 import org.apache.spark.sql.connector.write.DataWriterFactory;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
@@ -32,6 +29,12 @@ import org.slf4j.LoggerFactory;
  * whole set (no duplicate path, nothing already there in append mode), then
  * publishes every file with a rename, and removes the staging directory.
  * An aborted job leaves the directory as it was.
+ *
+ * <p>DIR may be writable by other users (issue 16): the staging directory is
+ * made exclusively, owner-only, and every create, rename and delete in DIR
+ * goes through a {@link DestinationTree} (names relative to directories held
+ * open, reached without following a symbolic link). A link in the way fails
+ * the job with an IOException naming it; nothing outside DIR is touched.
  */
 final class BfoBatchWrite implements Write, BatchWrite {
     private static final Logger LOG = LoggerFactory.getLogger(BfoBatchWrite.class);
@@ -42,13 +45,17 @@ final class BfoBatchWrite implements Write, BatchWrite {
     private final StructType schema;
     private final boolean truncate;
     private final Path staging;
+    private final String stagingName;
+    private DestinationTree tree;       // DIR, held open from the factory to commit or abort
+    private String stagingKey;
 
     BfoBatchWrite(Path dir, BfoOptions options, LogicalWriteInfo info, boolean truncate) {
         this.dir = dir;
         this.options = options;
         this.schema = info.schema();
         this.truncate = truncate;
-        this.staging = dir.resolve(STAGING_PREFIX + info.queryId());
+        this.stagingName = STAGING_PREFIX + info.queryId();
+        this.staging = dir.resolve(stagingName);
     }
 
     @Override
@@ -64,24 +71,45 @@ final class BfoBatchWrite implements Write, BatchWrite {
     @Override
     public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
         try {
-            Files.createDirectories(staging);
+            Files.createDirectories(dir);   // DIR itself: the caller's path
+            closeTree();
+            tree = DestinationTree.open(dir);
+            stagingKey = tree.createPrivateDir(stagingName);
         } catch (IOException e) {
+            closeTree();
             throw new UncheckedIOException("bfo write: cannot create the staging directory " + staging + ": " + e, e);
         }
-        return new BfoDataWriterFactory(staging.toString(), options, schema);
+        return new BfoDataWriterFactory(dir.toString(), stagingName, stagingKey, options, schema);
     }
 
     @Override
     public void commit(WriterCommitMessage[] messages) {
-        Map<String, Path> sources = new HashMap<>();
+        try {
+            commitJob(messages);
+        } catch (RuntimeException e) {
+            try {
+                deleteStaging();
+            } catch (RuntimeException d) {
+                e.addSuppressed(d);
+            }
+            throw e;
+        } finally {
+            closeTree();
+        }
+    }
+
+    private void commitJob(WriterCommitMessage[] messages) {
+        Map<String, String> sources = new HashMap<>();   // path in DIR -> path in DIR of its staged file
         for (WriterCommitMessage m : messages) {
             if (m == null) {
                 continue;
             }
             BfoDataWriter.Committed c = (BfoDataWriter.Committed) m;
-            Path taskDir = Path.of(c.taskDir);
+            if (!c.taskName.startsWith("task-") || c.taskName.contains("/")) {
+                throw new IllegalArgumentException("bfo write: bad task directory '" + c.taskName + "'");
+            }
             for (String p : c.paths) {
-                if (sources.put(p, taskDir.resolve(p)) != null) {
+                if (sources.put(p, stagingName + "/" + c.taskName + "/" + p) != null) {
                     throw new IllegalArgumentException("bfo write: duplicate path '" + p
                             + "' in the DataFrame (each row must name a different file); nothing was written");
                 }
@@ -97,11 +125,16 @@ final class BfoBatchWrite implements Write, BatchWrite {
             }
         }
         try {
+            if (tree == null) {
+                throw new IOException("bfo write: the job was not set up (no staging directory)");
+            }
+            // the staging directory the driver made, not one put in its place
+            tree.checkPrivateDir(stagingName, stagingKey);
             if (truncate) {
                 clearExceptStaging();
             } else {
                 for (String p : sources.keySet()) {
-                    if (Files.exists(dir.resolve(p), LinkOption.NOFOLLOW_LINKS)) {
+                    if (tree.exists(p)) {
                         throw new FileAlreadyExistsException(dir.resolve(p).toString(), null,
                                 "bfo write (mode append): the file already exists; nothing was written");
                     }
@@ -109,49 +142,79 @@ final class BfoBatchWrite implements Write, BatchWrite {
             }
             List<String> order = new ArrayList<>(sources.keySet());
             order.sort(null);   // directory by directory
-            Path lastParent = null;
+            String lastParent = null;
             for (String p : order) {
-                Path dst = dir.resolve(p);
-                Path parent = dst.getParent();
+                int slash = p.lastIndexOf('/');
+                String parent = slash < 0 ? "" : p.substring(0, slash);
                 if (!parent.equals(lastParent)) {
-                    Files.createDirectories(parent);
+                    if (!parent.isEmpty()) {
+                        tree.mkdirs(parent);
+                    }
                     lastParent = parent;
                 }
-                Files.move(sources.get(p), dst, StandardCopyOption.ATOMIC_MOVE);
+                tree.move(sources.get(p), p);
             }
         } catch (IOException e) {
             throw new UncheckedIOException("bfo write: job commit failed: " + e, e);
-        } finally {
-            deleteTree(staging);
         }
+        deleteStaging();
         LOG.info("bfo write: published {} files in {}", sources.size(), dir);
     }
 
     private void clearExceptStaging() throws IOException {
-        try (Stream<Path> s = Files.list(dir)) {
-            for (Path p : (Iterable<Path>) s::iterator) {
-                if (!p.equals(staging)) {
-                    deleteTree(p);
-                }
+        for (String name : tree.list("")) {
+            if (!name.equals(stagingName)) {
+                tree.deleteTree(name);
             }
         }
     }
 
     @Override
     public void abort(WriterCommitMessage[] messages) {
-        deleteTree(staging);
+        try {
+            deleteStaging();
+        } finally {
+            closeTree();
+        }
     }
 
-    static void deleteTree(Path root) {
-        if (!Files.exists(root, LinkOption.NOFOLLOW_LINKS)) {
+    /** Removes the staging directory, if it is still the one this job made (never through a link). */
+    private void deleteStaging() {
+        if (tree == null) {
             return;
         }
-        try (Stream<Path> s = Files.walk(root)) {
-            for (Path p : (Iterable<Path>) s.sorted(Comparator.reverseOrder())::iterator) {
-                Files.deleteIfExists(p);
+        try {
+            if (tree.exists(stagingName)) {
+                tree.checkPrivateDir(stagingName, stagingKey);
+                tree.deleteTree(stagingName);
             }
         } catch (IOException e) {
-            throw new UncheckedIOException("bfo write: cannot remove " + root + ": " + e, e);
+            throw new UncheckedIOException("bfo write: cannot remove " + staging + ": " + e, e);
+        }
+    }
+
+    private void closeTree() {
+        if (tree != null) {
+            try {
+                tree.close();
+            } catch (IOException e) {
+                LOG.warn("bfo write: closing {}: {}", dir, e.toString());
+            }
+            tree = null;
+        }
+    }
+
+    /**
+     * Removes name in parent and everything beneath it, never following a
+     * symbolic link (a link is removed, not its target); nothing when missing.
+     */
+    static void deleteTree(Path parent, String name) {
+        try (DestinationTree t = DestinationTree.open(parent)) {
+            t.deleteTree(name);
+        } catch (java.nio.file.NoSuchFileException e) {
+            // nothing to remove
+        } catch (IOException e) {
+            throw new UncheckedIOException("bfo write: cannot remove " + parent.resolve(name) + ": " + e, e);
         }
     }
 }

@@ -122,7 +122,7 @@ public final class BfoDataSource implements TableProvider, DataSourceRegister, C
         } finally {
             if (!done && !exists) {
                 // a failed job leaves nothing behind, not even the directory it made
-                BfoBatchWrite.deleteTree(target);
+                BfoBatchWrite.deleteTree(target.getParent(), target.getFileName().toString());
             }
         }
         return new BfoRelation(sqlContext);

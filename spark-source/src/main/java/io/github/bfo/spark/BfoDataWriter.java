@@ -2,6 +2,7 @@
 package io.github.bfo.spark;
 
 import io.github.bfo.BatchFileWriter;
+import io.github.bfo.DestinationTree;
 import io.github.bfo.WriteEntry;
 import io.github.bfo.WriteResult;
 import java.io.IOException;
@@ -22,8 +23,17 @@ import org.apache.spark.sql.types.StructType;
  * batch of up to writeBatchBytes); commit reports the files, abort removes
  * them. Every row's path is checked first: relative, no "." or "..", no
  * empty component, unique.
+ *
+ * <p>The staging directory is checked, relative to DIR and without following
+ * a link, to be the owner-only directory the driver made (by identity)
+ * before the task writes and again when it commits; abort removes the
+ * task's directory without following a link.
  */
 final class BfoDataWriter implements DataWriter<InternalRow> {
+    private final Path dir;
+    private final String stagingName;
+    private final String stagingKey;
+    private final String taskName;
     private final Path taskDir;
     private final BfoOptions options;
     private final int pathCol;
@@ -37,17 +47,22 @@ final class BfoDataWriter implements DataWriter<InternalRow> {
     /** What a committed task hands to the job commit. */
     static final class Committed implements WriterCommitMessage {
         private static final long serialVersionUID = 1L;
-        final String taskDir;
+        final String taskName;   // in the staging directory
         final String[] paths;
 
-        Committed(String taskDir, String[] paths) {
-            this.taskDir = taskDir;
+        Committed(String taskName, String[] paths) {
+            this.taskName = taskName;
             this.paths = paths;
         }
     }
 
-    BfoDataWriter(Path taskDir, BfoOptions options, StructType schema) {
-        this.taskDir = taskDir;
+    BfoDataWriter(Path dir, String stagingName, String stagingKey, String taskName, BfoOptions options,
+                  StructType schema) {
+        this.dir = dir;
+        this.stagingName = stagingName;
+        this.stagingKey = stagingKey;
+        this.taskName = taskName;
+        this.taskDir = dir.resolve(stagingName).resolve(taskName);
         this.options = options;
         this.pathCol = schema.fieldIndex(BfoTable.PATH);
         this.contentCol = schema.fieldIndex(BfoTable.CONTENT);
@@ -111,6 +126,7 @@ final class BfoDataWriter implements DataWriter<InternalRow> {
             return;
         }
         if (writer == null) {
+            checkStaging();
             writer = BatchFileWriter.builder(taskDir).durability(options.durability).build();
         }
         List<WriteResult> results = writer.write(buffer);
@@ -129,7 +145,10 @@ final class BfoDataWriter implements DataWriter<InternalRow> {
     public WriterCommitMessage commit() throws IOException {
         flush();
         closeWriter();
-        return new Committed(taskDir.toString(), written.toArray(new String[0]));
+        if (!written.isEmpty()) {
+            checkStaging();
+        }
+        return new Committed(taskName, written.toArray(new String[0]));
     }
 
     @Override
@@ -138,7 +157,19 @@ final class BfoDataWriter implements DataWriter<InternalRow> {
         try {
             closeWriter();
         } finally {
-            BfoBatchWrite.deleteTree(taskDir);
+            try (DestinationTree t = DestinationTree.open(dir)) {
+                if (t.exists(stagingName)) {
+                    t.checkPrivateDir(stagingName, stagingKey);
+                    t.deleteTree(stagingName + "/" + taskName);
+                }
+            }
+        }
+    }
+
+    /** The staging directory is still the driver's (reached from DIR without following a link). */
+    private void checkStaging() throws IOException {
+        try (DestinationTree t = DestinationTree.open(dir)) {
+            t.checkPrivateDir(stagingName, stagingKey);
         }
     }
 

@@ -10,19 +10,23 @@ import org.apache.spark.sql.types.StructType;
 final class BfoDataWriterFactory implements DataWriterFactory {
     private static final long serialVersionUID = 1L;
 
-    private final String staging;
+    private final String dir;
+    private final String stagingName;
+    private final String stagingKey;
     private final BfoOptions options;
     private final StructType schema;
 
-    BfoDataWriterFactory(String staging, BfoOptions options, StructType schema) {
-        this.staging = staging;
+    BfoDataWriterFactory(String dir, String stagingName, String stagingKey, BfoOptions options, StructType schema) {
+        this.dir = dir;
+        this.stagingName = stagingName;
+        this.stagingKey = stagingKey;
         this.options = options;
         this.schema = schema;
     }
 
     @Override
     public DataWriter<InternalRow> createWriter(int partitionId, long taskId) {
-        return new BfoDataWriter(java.nio.file.Path.of(staging).resolve("task-" + partitionId + "-" + taskId), options,
-                schema);
+        return new BfoDataWriter(java.nio.file.Path.of(dir), stagingName, stagingKey,
+                "task-" + partitionId + "-" + taskId, options, schema);
     }
 }
