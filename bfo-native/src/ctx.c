@@ -363,10 +363,13 @@ void ctx_wake_dispatcher(struct bfo_ctx *ctx)
 
 void ctx_update_phase_times_locked(struct bfo_ctx *ctx)
 {
-	uint64_t now = bfo_now_ns();
+	uint64_t now;
 	bool meta = ctx->nplanning > 0;
 	bool data = ctx->nactive > 0;
 
+	if (ctx->bstate == B_IDLE)
+		return;         /* the batch ended: its times are final */
+	now = bfo_now_ns();
 	if (ctx->t_meta_since && !meta) {
 		ctx->st.ns_meta += now - ctx->t_meta_since;
 		ctx->t_meta_since = 0;
@@ -535,6 +538,19 @@ static void batch_begin_locked(struct bfo_ctx *ctx)
 	ctx->t_meta_since = ctx->t_data_since = 0;
 }
 
+/* The batch's times end here, also when a window it delivered in full is
+ * retired after this (see entries_in_flight_locked). */
+static void batch_end_locked(struct bfo_ctx *ctx)
+{
+	uint64_t now = bfo_now_ns();
+
+	ctx->st.ns_total = now - ctx->t_batch_start;
+	if (ctx->t_data_since)
+		ctx->st.ns_data += now - ctx->t_data_since;
+	ctx->t_meta_since = ctx->t_data_since = 0;
+	ctx->bstate = B_IDLE;
+}
+
 /* Room for this many more paths: the input queue holds two windows, so
  * memory stays bounded however many paths a batch has. */
 static uint64_t input_room_locked(struct bfo_ctx *ctx)
@@ -681,9 +697,24 @@ BFO_API int bfo_read_flush(struct bfo_ctx *ctx)
 	return ret;
 }
 
-static bool work_in_flight_locked(struct bfo_ctx *ctx)
+/*
+ * Whether the caller has entries to wait for.  A window whose every entry
+ * is queued is done for the caller, yet stays active until the dispatcher
+ * retires it after its round of completions: by then the caller may have
+ * taken and released every entry, and counting the window would make a
+ * poll say -ETIME where the batch waits for paths (-EAGAIN) or has ended.
+ * Such a window has no read in flight (an entry is queued after its last
+ * one), so a new batch may begin beside it.  A stopped batch ends only
+ * when its windows are gone: their reads are waited for, not delivered.
+ */
+static bool entries_in_flight_locked(struct bfo_ctx *ctx)
 {
-	return ctx->nplanning || ctx->nplanned || ctx->nactive;
+	if (ctx->nplanning || ctx->nplanned)
+		return true;
+	for (const struct window *w = ctx->active; w; w = w->next)
+		if (w->undelivered || ctx->bstate == B_STOPPING)
+			return true;
+	return false;
 }
 
 BFO_API int bfo_read_wait(struct bfo_ctx *ctx, struct bfo_file *files, unsigned max,
@@ -722,15 +753,17 @@ BFO_API int bfo_read_wait(struct bfo_ctx *ctx, struct bfo_file *files, unsigned 
 			ret = -EINVAL;
 			break;
 		}
-		if (!work_in_flight_locked(ctx)) {
+		if (!entries_in_flight_locked(ctx)) {
 			if (ctx->bstate == B_STOPPING ||
 			    (ctx->bstate == B_FINISHED && ctx->in_count == 0)) {
-				ctx->st.ns_total = bfo_now_ns() - ctx->t_batch_start;
-				ctx->bstate = B_IDLE;
+				batch_end_locked(ctx);
 				ret = 0;
 				break;
 			}
-			if (ctx->bstate == B_ACTIVE && ctx->in_count < ctx->next_window_files) {
+			/* Flushed paths are planned once the dispatcher retires
+			 * a window from the lookahead: they are waited for. */
+			if (ctx->bstate == B_ACTIVE && ctx->in_count < ctx->next_window_files &&
+			    ctx->cut_count == 0) {
 				ret = -EAGAIN;
 				break;
 			}

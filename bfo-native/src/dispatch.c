@@ -940,6 +940,8 @@ static void retire_finished(struct disp *d, bool stopping)
 {
 	struct bfo_ctx *ctx = d->ctx;
 	bool idle = stopping && d->pool_busy == 0 && (!d->u || d->u->ops_busy == 0);
+	bool hold = !stopping && bfo_test_hooks.hold_retire &&
+		    bfo_test_hooks.hold_retire(bfo_test_hooks.arg);
 
 	if (idle)
 		d->sq_head = d->sq_count = 0;
@@ -948,7 +950,7 @@ static void retire_finished(struct disp *d, bool stopping)
 		n = w->next;
 		/* Stopped: once nothing is in flight, what was not delivered
 		 * is dropped with its window. */
-		if (w->undelivered == 0 || idle)
+		if ((w->undelivered == 0 && !hold) || idle)
 			retire_locked(d, w);
 	}
 	pthread_mutex_unlock(&ctx->lock);
