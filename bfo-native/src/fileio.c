@@ -13,12 +13,15 @@
 
 #include "internal.h"
 
+/* Until EOF or len bytes: pread at off, or, with off UINT64_MAX, read()
+ * from the file's position (pseudo files need not support pread). */
 static int read_full(int fd, uint8_t *buf, uint64_t len, uint64_t off, uint64_t *got)
 {
 	*got = 0;
 	while (*got < len) {
-		ssize_t n = pread(fd, buf + *got, MIN(len - *got, (uint64_t)1 << 30),
-				  (off_t)(off + *got));
+		size_t want = (size_t)MIN(len - *got, (uint64_t)1 << 30);
+		ssize_t n = off == UINT64_MAX ? read(fd, buf + *got, want) :
+			    pread(fd, buf + *got, want, (off_t)(off + *got));
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -42,26 +45,6 @@ static bool fresh_stat(int fd, struct entry *fresh)
 	return true;
 }
 
-/* read() from the file's position (pseudo files need not support pread)
- * until EOF or len bytes. */
-static int read_seq(int fd, uint8_t *buf, uint64_t len, uint64_t *got)
-{
-	*got = 0;
-	while (*got < len) {
-		ssize_t n = read(fd, buf + *got, MIN(len - *got, (uint64_t)1 << 30));
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		*got += (uint64_t)n;
-	}
-	return 0;
-}
-
 /*
  * A pseudo file: its bytes are made when read, its size and times say
  * nothing, so it is read to EOF and checked only to be the file planned.
@@ -77,7 +60,7 @@ static void pseudo_read(struct fitem *it, const struct entry *e, int fd)
 		it->changed = true;
 		return;
 	}
-	ret = read_seq(fd, it->buf, it->len, &it->got);
+	ret = read_full(fd, it->buf, it->len, UINT64_MAX, &it->got);
 	if (ret) {
 		it->result = ret;
 		return;
