@@ -6,6 +6,7 @@ import io.github.bfo.BatchFileWriter;
 import java.io.Serializable;
 import java.util.Locale;
 import java.util.Map;
+import org.apache.spark.network.util.JavaUtils;
 import org.apache.spark.sql.internal.SQLConf;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
@@ -33,8 +34,17 @@ public final class BfoOptions implements Serializable {
     public static final String MAX_LENGTH = "maxLength";
     /** Session conf of binaryFile's guard, honoured as the default of {@link #MAX_LENGTH}. */
     public static final String MAX_LENGTH_CONF = "spark.sql.sources.binaryFile.maxLength";
-    /** At most this many files per input partition (on top of spark.sql.files.maxPartitionBytes packing). */
+    /**
+     * At most this many files per input partition, on top of Spark's packing. Setting it (or one of the
+     * three below) makes the read packed by Spark's rule, not bfo's own model (see BfoPacking).
+     */
     public static final String MAX_FILES_PER_PARTITION = "maxFilesPerPartition";
+    /** This read's spark.sql.files.maxPartitionBytes (the conf's key is accepted as the option name too). */
+    public static final String MAX_PARTITION_BYTES = "maxPartitionBytes";
+    /** This read's spark.sql.files.openCostInBytes (the conf's key is accepted as the option name too). */
+    public static final String OPEN_COST_IN_BYTES = "openCostInBytes";
+    /** This read's spark.sql.files.maxPartitionNum (the conf's key is accepted as the option name too). */
+    public static final String MAX_PARTITION_NUM = "maxPartitionNum";
     /**
      * How local directories are listed: native (default: libbfo's parallel walk and one metadata-only batch,
      * falling back to Spark's listing where the result could differ; see BfoLeafFiles) or spark (Spark's
@@ -63,7 +73,11 @@ public final class BfoOptions implements Serializable {
     final boolean ignoreMissingFiles;
     final boolean nativeListing;
     final long maxLength;
-    final int maxFilesPerPartition;
+    // packing knobs the user set for this read; null when not set (BfoPacking then reads the session conf)
+    final Integer maxFilesPerPartition;
+    final Long maxPartitionBytes;
+    final Long openCostInBytes;
+    final Integer maxPartitionNum;
     final BatchFileReader.Engine engine;
     final BatchFileReader.Order order;
     final int windowFiles;
@@ -102,7 +116,13 @@ public final class BfoOptions implements Serializable {
         nativeListing = listing.equals("native");
         long confMax = Long.parseLong(conf.getConfString(MAX_LENGTH_CONF, String.valueOf(Integer.MAX_VALUE)));
         maxLength = positive(o, MAX_LENGTH, confMax);
-        maxFilesPerPartition = (int) Math.min(Integer.MAX_VALUE, positive(o, MAX_FILES_PER_PARTITION, Integer.MAX_VALUE));
+        maxFilesPerPartition = o.containsKey(MAX_FILES_PER_PARTITION)
+                ? (int) Math.min(Integer.MAX_VALUE, positive(o, MAX_FILES_PER_PARTITION, 1)) : null;
+        maxPartitionBytes = byteSize(o, MAX_PARTITION_BYTES, BfoPacking.MAX_PARTITION_BYTES_CONF);
+        openCostInBytes = byteSize(o, OPEN_COST_IN_BYTES, BfoPacking.OPEN_COST_CONF);
+        String numKey = o.containsKey(MAX_PARTITION_NUM) ? MAX_PARTITION_NUM : BfoPacking.MAX_PARTITION_NUM_CONF;
+        maxPartitionNum = o.containsKey(numKey)
+                ? (int) Math.min(Integer.MAX_VALUE, positive(o, numKey, 1)) : null;
         engine = enumOption(o, ENGINE, BatchFileReader.Engine.class, BatchFileReader.Engine.AUTO);
         order = enumOption(o, ORDER, BatchFileReader.Order.class, BatchFileReader.Order.AUTO);
         windowFiles = (int) o.getLong(WINDOW_FILES, 0);
@@ -120,6 +140,25 @@ public final class BfoOptions implements Serializable {
             throw new IllegalArgumentException("bfo: option " + key + " must be positive: " + v);
         }
         return v;
+    }
+
+    /** A positive size given as key or confKey ("4MB" as in the session conf; a plain number is bytes), or null. */
+    private static Long byteSize(CaseInsensitiveStringMap o, String key, String confKey) {
+        String name = o.containsKey(key) ? key : confKey;
+        String v = o.get(name);
+        if (v == null) {
+            return null;
+        }
+        long n;
+        try {
+            n = JavaUtils.byteStringAsBytes(v.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("bfo: option " + name + " must be a size such as 4MB, not '" + v + "'");
+        }
+        if (n <= 0) {
+            throw new IllegalArgumentException("bfo: option " + name + " must be positive: " + v);
+        }
+        return n;
     }
 
     private static <E extends Enum<E>> E enumOption(CaseInsensitiveStringMap o, String key, Class<E> type, E dflt) {

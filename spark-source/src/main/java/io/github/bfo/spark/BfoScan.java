@@ -15,8 +15,6 @@ import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.Scan;
-import org.apache.spark.sql.execution.datasources.FilePartition;
-import org.apache.spark.sql.execution.datasources.FilePartition$;
 import org.apache.spark.sql.execution.datasources.FileStatusWithMetadata;
 import org.apache.spark.sql.execution.datasources.PartitionDirectory;
 import org.apache.spark.sql.execution.datasources.PartitionedFile;
@@ -26,10 +24,9 @@ import org.apache.spark.sql.types.StructType;
 
 /**
  * The planned read: the listing filtered by the pushed filters (before any
- * data is read), packed into input partitions exactly as Spark's file scans
- * pack them (spark.sql.files.maxPartitionBytes, openCostInBytes,
- * minPartitionNum; files are not split, as with binaryFile), optionally at
- * most maxFilesPerPartition files each.
+ * data is read), packed into input partitions by {@link BfoPacking}: Spark's
+ * own rule when the user set a packing knob for this read, else bfo's cost
+ * model (files are not split, as with binaryFile).
  */
 final class BfoScan implements Scan, Batch {
     private final BfoTable table;
@@ -38,6 +35,7 @@ final class BfoScan implements Scan, Batch {
     private final StructType readSchema;
     private final Filter[] pushed;
     private InputPartition[] planned;   // Spark may ask again (re-planning); the listing is fixed per scan
+    private volatile BfoPacking packing;   // how planned was packed (for the description)
     /** Local files have no block hosts (and FilePartition.preferredLocations would walk every file to say so). */
     private static final String[] NO_HOSTS = new String[0];
 
@@ -71,7 +69,8 @@ final class BfoScan implements Scan, Batch {
     public String description() {
         return "BfoScan " + String.join(",", listing.paths) + " format=" + (options.text ? "text" : "binary")
                 + (options.wholeText ? " wholetext" : "") + " contentRead=" + readsData() + " pushedFilters="
-                + Arrays.toString(pushed) + " readSchema=" + readSchema.simpleString();
+                + Arrays.toString(pushed) + " readSchema=" + readSchema.simpleString()
+                + (packing == null ? "" : " packing=" + packing);
     }
 
     /** False when no column needs the files' bytes: the batch read is then metadata only. */
@@ -119,18 +118,12 @@ final class BfoScan implements Scan, Batch {
                 names.put(pf, path);
             }
         }
-        // as FileScan: largest first, then packed by bytes + open cost
+        // as Spark's file scans: largest first, then packed (by Spark's rule or bfo's model: see BfoPacking)
         files.sort((a, b) -> Long.compare(b.length(), a.length()));
-        long maxSplit = FilePartition$.MODULE$.maxSplitBytes(spark, ScalaInterop.seq(dirs));
-        List<FilePartition> packed = ScalaInterop.list(
-                FilePartition$.MODULE$.getFilePartitions(spark, ScalaInterop.seq(files), maxSplit));
+        packing = BfoPacking.of(spark, options);
         List<InputPartition> out = new ArrayList<>();
-        for (FilePartition p : packed) {
-            PartitionedFile[] fs = p.files();
-            for (int from = 0; from < fs.length; from += options.maxFilesPerPartition) {
-                int to = (int) Math.min(fs.length, (long) from + options.maxFilesPerPartition);
-                out.add(new BfoInputPartition(Arrays.copyOfRange(fs, from, to), NO_HOSTS, names));
-            }
+        for (List<PartitionedFile> p : packing.pack(files)) {
+            out.add(new BfoInputPartition(p.toArray(new PartitionedFile[0]), NO_HOSTS, names));
         }
         return out.toArray(new InputPartition[0]);
     }
