@@ -52,7 +52,7 @@ public final class BfoCatalog implements TableCatalog {
         }
         Map<String, String> o = new HashMap<>(options);
         o.put("path", ident.name());
-        return new BfoTable(SparkSession.active(), new CaseInsensitiveStringMap(o));
+        return new BfoTable(SparkSession.active(), new CaseInsensitiveStringMap(o), null);
     }
 
     @Override

@@ -54,7 +54,7 @@ public final class BfoDataSource implements TableProvider, DataSourceRegister, C
 
     private synchronized BfoTable table(Map<String, String> options) {
         if (lastTable == null || !options.equals(lastOptions)) {
-            lastTable = new BfoTable(SparkSession.active(), new CaseInsensitiveStringMap(options));
+            lastTable = new BfoTable(SparkSession.active(), new CaseInsensitiveStringMap(options), null);
             lastOptions = new HashMap<>(options);
         }
         return lastTable;
@@ -76,9 +76,19 @@ public final class BfoDataSource implements TableProvider, DataSourceRegister, C
         return true;
     }
 
+    /**
+     * The table with the schema Spark asks for: the inferred one (the table of inferSchema), or a
+     * user-specified one, checked lazily (a write asks for a table with the DataFrame's schema but only
+     * looks at its capabilities).
+     */
     @Override
     public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
-        return table(properties);
+        synchronized (this) {
+            if (lastTable != null && properties.equals(lastOptions) && lastTable.hasInferred(schema)) {
+                return lastTable;
+            }
+        }
+        return new BfoTable(SparkSession.active(), new CaseInsensitiveStringMap(properties), schema);
     }
 
     @Override
@@ -90,7 +100,8 @@ public final class BfoDataSource implements TableProvider, DataSourceRegister, C
             throw new IllegalArgumentException("bfo write: no path given: df.write.format(\"bfo\").save(\"/some/dir\")");
         }
         Dataset<Row> rows = checkedColumns(data);
-        Path target = BfoWriteProvider.localDir(dir);
+        Path target = BfoWriteProvider.localDir(dir, ((org.apache.spark.sql.classic.SparkSession) sqlContext
+                .sparkSession()).sessionState().newHadoopConfWithOptions(parameters));
         boolean exists = Files.exists(target);
         switch (mode) {
             case ErrorIfExists -> {
@@ -112,7 +123,7 @@ public final class BfoDataSource implements TableProvider, DataSourceRegister, C
         } catch (IOException e) {
             throw new java.io.UncheckedIOException("bfo write: cannot create " + target + ": " + e, e);
         }
-        options.put("path", target.toString());
+        options.put("path", new org.apache.hadoop.fs.Path(target.toUri()).toString());   // file:, qualified
         boolean done = false;
         try {
             rows.write().format(BfoWriteProvider.class.getName())

@@ -33,7 +33,8 @@ final class BfoFileListing {
     /** The native listing offered to the index, or null with listing=spark. */
     final BfoLeafFiles leafFiles;
 
-    BfoFileListing(SparkSession spark, CaseInsensitiveStringMap options, BfoOptions bfoOptions) {
+    /** userSchema: the user-specified schema or null; its partition columns' types are used, as Spark's index does. */
+    BfoFileListing(SparkSession spark, CaseInsensitiveStringMap options, BfoOptions bfoOptions, StructType userSchema) {
         this.paths = paths(options);
         if (paths.isEmpty()) {
             throw new IllegalArgumentException("bfo: no path given: spark.read.format(\"bfo\").load(\"/some/dir\")");
@@ -55,7 +56,7 @@ final class BfoFileListing {
         }
         this.leafFiles = bfoOptions.nativeListing ? new BfoLeafFiles(bfoOptions, hadoopConf) : null;
         FileStatusCache cache = leafFiles != null ? leafFiles : FileStatusCache.getOrCreate(spark);
-        this.index = new InMemoryFileIndex(spark, roots, scalaOptions, scala.Option.empty(), cache,
+        this.index = new InMemoryFileIndex(spark, roots, scalaOptions, scala.Option.apply(userSchema), cache,
                 scala.Option.empty(), scala.Option.empty());
     }
 

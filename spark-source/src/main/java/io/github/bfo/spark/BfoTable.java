@@ -46,19 +46,22 @@ public final class BfoTable implements SupportsRead {
     private final SparkSession spark;
     private final CaseInsensitiveStringMap options;
     private final BfoOptions bfoOptions;
+    private final StructType requested;   // the user's schema, or null
     private BfoFileListing listing;     // lazily: a table asked only for its capabilities (a write) lists nothing
     private StructType dataSchema;
     private StructType schema;
 
-    BfoTable(SparkSession spark, CaseInsensitiveStringMap options) {
+    /** requested: a user-specified schema (checked when the table is first listed), or null. */
+    BfoTable(SparkSession spark, CaseInsensitiveStringMap options, StructType requested) {
         this.spark = spark;
         this.options = options;
         this.bfoOptions = new BfoOptions(options);
+        this.requested = requested;
     }
 
     private synchronized BfoFileListing listing() {
         if (listing == null) {
-            listing = new BfoFileListing(spark, options, bfoOptions);
+            listing = new BfoFileListing(spark, options, bfoOptions, requested);
             StructType data = bfoOptions.text ? TEXT_SCHEMA : BINARY_SCHEMA;
             StructType parts = listing.partitionSchema();
             // as in Spark's file tables: a partition column named like a data column replaces it
@@ -75,8 +78,53 @@ public final class BfoTable implements SupportsRead {
             }
             dataSchema = kept;
             schema = all;
+            if (requested != null && !requested.equals(all)) {
+                schema = userSchema(requested, kept, parts);
+            }
         }
         return listing;
+    }
+
+    /**
+     * A user-specified schema: each field one of the source's columns (same type; names matched as Spark
+     * matches them, given as the source spells them), in any order, any subset. Otherwise binaryFile's
+     * error (text's for format=text), which binaryFile raises for any schema but its own.
+     */
+    private StructType userSchema(StructType user, StructType data, StructType parts) {
+        boolean caseSensitive = org.apache.spark.sql.internal.SQLConf.get().caseSensitiveAnalysis();
+        StructType out = new StructType();
+        StructType userData = new StructType();
+        boolean ok = true;
+        for (StructField f : user.fields()) {
+            StructField src = find(parts, f.name(), caseSensitive);
+            if (src == null) {
+                src = find(data, f.name(), caseSensitive);
+                userData = userData.add(f);
+            }
+            if (src == null || !src.dataType().sameType(f.dataType()) || out.getFieldIndex(src.name()).isDefined()) {
+                ok = false;
+            } else {
+                out = out.add(src.name(), src.dataType(), f.nullable() || src.nullable(), f.metadata());
+            }
+        }
+        if (!ok) {
+            throw new IllegalArgumentException(bfoOptions.text
+                    ? "Text data source supports only a single column of type string named value, and you have "
+                            + userData.simpleString() + "."
+                    : "requirement failed: \nBinary file data source expects dataSchema: "
+                            + org.apache.spark.sql.execution.datasources.binaryfile.BinaryFileFormat$.MODULE$.schema()
+                            + ",\nbut got: " + userData + ".\n        ");
+        }
+        return out;
+    }
+
+    private static StructField find(StructType s, String name, boolean caseSensitive) {
+        for (StructField f : s.fields()) {
+            if (caseSensitive ? f.name().equals(name) : f.name().equalsIgnoreCase(name)) {
+                return f;
+            }
+        }
+        return null;
     }
 
     @Override
@@ -88,6 +136,11 @@ public final class BfoTable implements SupportsRead {
     public StructType schema() {
         listing();
         return schema;
+    }
+
+    /** True when this table was made without a user schema and has already inferred s (Spark asks with it). */
+    synchronized boolean hasInferred(StructType s) {
+        return requested == null && schema != null && schema.equals(s);
     }
 
     StructType dataSchema() {

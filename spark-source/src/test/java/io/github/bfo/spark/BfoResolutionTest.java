@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+package io.github.bfo.spark;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.functions;
+import org.apache.spark.sql.types.StructType;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Paths resolved as Spark's own file sources and writers resolve them; user-specified schemas. */
+class BfoResolutionTest extends SparkTestBase {
+    @TempDir
+    static Path tmp;
+    static Path parted;
+
+    @BeforeAll
+    static void data() throws Exception {
+        parted = tmp.resolve("parted");
+        for (int y : new int[] {2020, 2021}) {
+            for (int k = 0; k < 3; k++) {
+                write(parted, "year=" + y + "/f" + k + ".txt", ("y" + y + " k" + k + "\n").repeat(k + 1)
+                        .getBytes(StandardCharsets.UTF_8));
+            }
+        }
+    }
+
+    @AfterEach
+    void localDefaultFs() {
+        spark.conf().unset("fs.defaultFS");
+        spark.conf().unset("fs." + FakeSchemeFileSystem.SCHEME + ".impl");
+    }
+
+    private static void fakeDefaultFs() {
+        spark.conf().set("fs." + FakeSchemeFileSystem.SCHEME + ".impl", FakeSchemeFileSystem.class.getName());
+        spark.conf().set("fs.defaultFS", FakeSchemeFileSystem.SCHEME + ":///");
+    }
+
+    static String rootMessage(Throwable t) {
+        return BfoReadTest.rootMessage(t);
+    }
+
+    @Test
+    void schemelessReadPathResolvesAsBinaryFileDoes() {
+        fakeDefaultFs();
+        String dir = parted.toString();   // no scheme: on fs.defaultFS
+        List<String> paths = rows(spark.read().format("binaryFile").load(dir), "path");
+        assertTrue(paths.get(0).startsWith(FakeSchemeFileSystem.SCHEME + ":" + dir + "/"), paths.get(0));
+        try {
+            // where bfo reads other file systems: the same rows
+            assertSameRows(spark.read().format("binaryFile").load(dir), spark.read().format("bfo").load(dir));
+        } catch (Exception e) {
+            // where it reads local files only: refused, naming the path binaryFile resolved, not read from disk
+            assertTrue(rootMessage(e).contains(FakeSchemeFileSystem.SCHEME + ":" + dir), rootMessage(e));
+        }
+    }
+
+    @Test
+    void schemelessWritePathGoesToTheDefaultFileSystemOrFails() throws Exception {
+        Dataset<Row> out = spark.range(3).select(functions.concat(functions.lit("f"), functions.col("id"))
+                .as("path"), functions.col("id").cast("string").as("content"));
+        for (String fs : new String[] {FakeSchemeFileSystem.SCHEME + ":///", "hdfs://nonexistent:1"}) {
+            fakeDefaultFs();
+            spark.conf().set("fs.defaultFS", fs);
+            Path target = tmp.resolve("out-" + fs.charAt(0));
+            Exception e = assertThrows(Exception.class, () -> out.write().format("bfo").save(target.toString()));
+            String qualified = fs.replaceAll("/+$", "") + target;
+            assertTrue(rootMessage(e).contains("is " + qualified + " (fs.defaultFS=" + fs + ")"), rootMessage(e));
+            assertFalse(Files.exists(target), "nothing written to the local disk");
+        }
+        localDefaultFs();
+        // a file: path stays local whatever the default, and a relative one is under the working directory
+        fakeDefaultFs();
+        Path local = tmp.resolve("out-local");
+        out.write().format("bfo").save("file:" + local);
+        assertEquals("0", Files.readString(local.resolve("f0")));
+        localDefaultFs();
+        String relative = "target/bfo-relative-" + ProcessHandle.current().pid();
+        try {
+            out.write().format("bfo").save(relative);
+            Path abs = Path.of(System.getProperty("user.dir")).resolve(relative);
+            assertEquals("2", Files.readString(abs.resolve("f2")));
+            assertSameRows(spark.read().format("binaryFile").load(relative).select("path"),
+                    spark.read().format("bfo").load(relative).select("path"));
+        } finally {
+            BfoBatchWrite.deleteTree(Path.of(System.getProperty("user.dir")).resolve(relative));
+        }
+    }
+
+    @Test
+    void reorderedSubsetSchemaEqualsBinaryFilesColumns() {
+        StructType user = StructType.fromDDL("year INT, length BIGINT, path STRING");
+        Dataset<Row> b = spark.read().format("bfo").schema(user).load(parted.toString());
+        assertEquals(user, b.schema());
+        assertSameRows(spark.read().format("binaryFile").load(parted.toString()).select("year", "length", "path"), b);
+        // a partition column typed by the user, as Spark's index types it
+        StructType asString = StructType.fromDDL("content BINARY, year STRING");
+        Dataset<Row> s = spark.read().format("bfo").schema(asString).load(parted.toString());
+        assertEquals(asString, s.schema());
+        assertSameRows(spark.read().format("binaryFile").schema(
+                StructType.fromDDL("path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY, year STRING"))
+                .load(parted.toString()).select("content", "year"), s);
+        // text: the value column and a partition column, reordered
+        StructType text = StructType.fromDDL("year INT, value STRING");
+        assertSameRows(spark.read().text(parted.toString()).select("year", "value"),
+                spark.read().format("bfo").option("format", "text").schema(text).load(parted.toString()));
+    }
+
+    @Test
+    void wrongSchemaFailsWithBinaryFilesMessage() {
+        for (String ddl : new String[] {"path STRING, size BIGINT", "length INT", "content STRING, path STRING"}) {
+            StructType wrong = StructType.fromDDL(ddl);
+            Exception expected = assertThrows(Exception.class,
+                    () -> spark.read().format("binaryFile").schema(wrong).load(parted.toString()).collectAsList());
+            Exception actual = assertThrows(Exception.class,
+                    () -> spark.read().format("bfo").schema(wrong).load(parted.toString()).collectAsList());
+            String message = innermost(expected).getMessage();
+            assertTrue(message.contains("Binary file data source expects dataSchema"), message);
+            assertEquals(message, innermost(actual).getMessage(), ddl);
+        }
+    }
+
+    private static Throwable innermost(Throwable t) {
+        while (t.getCause() != null) {
+            t = t.getCause();
+        }
+        return t;
+    }
+}
