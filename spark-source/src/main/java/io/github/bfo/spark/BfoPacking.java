@@ -88,9 +88,10 @@ final class BfoPacking {
             return new BfoPacking(false, maxBytes, BFO_OPEN_COST_BYTES, BFO_MAX_FILES_PER_PARTITION, null, minParts);
         }
         long open = o.openCostInBytes != null ? o.openCostInBytes : conf.filesOpenCostInBytes();
-        Integer maxNum = o.maxPartitionNum != null ? o.maxPartitionNum
-                : conf.filesMaxPartitionNum().isDefined() ? (Integer) ((Number) conf.filesMaxPartitionNum().get())
-                        .intValue() : null;
+        Integer maxNum = o.maxPartitionNum;
+        if (maxNum == null && conf.filesMaxPartitionNum().isDefined()) {
+            maxNum = ((Number) conf.filesMaxPartitionNum().get()).intValue();
+        }
         int files = o.maxFilesPerPartition != null ? o.maxFilesPerPartition : Integer.MAX_VALUE;
         return new BfoPacking(true, maxBytes, open, files, maxNum, minParts);
     }

@@ -10,6 +10,8 @@ import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.expressions.Expressions;
 import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.execution.datasources.binaryfile.BinaryFileFormat$;
+import org.apache.spark.sql.internal.SQLConf;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
@@ -91,7 +93,7 @@ public final class BfoTable implements SupportsRead {
      * error (text's for format=text), which binaryFile raises for any schema but its own.
      */
     private StructType userSchema(StructType user, StructType data, StructType parts) {
-        boolean caseSensitive = org.apache.spark.sql.internal.SQLConf.get().caseSensitiveAnalysis();
+        boolean caseSensitive = SQLConf.get().caseSensitiveAnalysis();
         StructType out = new StructType();
         StructType userData = new StructType();
         boolean ok = true;
@@ -101,7 +103,7 @@ public final class BfoTable implements SupportsRead {
                 src = find(data, f.name(), caseSensitive);
                 userData = userData.add(f);
             }
-            if (src == null || !src.dataType().sameType(f.dataType()) || out.getFieldIndex(src.name()).isDefined()) {
+            if (src == null || !src.dataType().equals(f.dataType()) || out.getFieldIndex(src.name()).isDefined()) {
                 ok = false;
             } else {
                 out = out.add(src.name(), src.dataType(), f.nullable() || src.nullable(), f.metadata());
@@ -112,7 +114,7 @@ public final class BfoTable implements SupportsRead {
                     ? "Text data source supports only a single column of type string named value, and you have "
                             + userData.simpleString() + "."
                     : "requirement failed: \nBinary file data source expects dataSchema: "
-                            + org.apache.spark.sql.execution.datasources.binaryfile.BinaryFileFormat$.MODULE$.schema()
+                            + BinaryFileFormat$.MODULE$.schema()
                             + ",\nbut got: " + userData + ".\n        ");
         }
         return out;
