@@ -45,6 +45,11 @@ public final class S1Bench {
                         .first();
                 return r.get(0) + " files, " + r.get(1) + " bytes";
             }
+            case "metalen": {
+                // Metadata only for both sources: no content column is read.
+                Row r = df.agg(functions.count(functions.lit(1)), functions.sum(functions.col("length"))).first();
+                return r.get(0) + " files, " + r.get(1) + " bytes";
+            }
             case "wordcount": {
                 Dataset<Row> words = df.select(functions.explode(functions.split(functions.col("value"), "[ \\t]+"))
                         .as("word")).where("word != ''").groupBy("word").count();
@@ -54,7 +59,7 @@ public final class S1Bench {
                 return r.get(0) + " distinct words, " + r.get(1) + " words, checksum " + r.get(2);
             }
             default:
-                throw new IllegalArgumentException("query: count, sumlen or wordcount");
+                throw new IllegalArgumentException("query: count, sumlen, metalen or wordcount");
         }
     }
 
