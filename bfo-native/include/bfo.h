@@ -212,6 +212,26 @@ int bfo_ctx_create(struct bfo_ctx **ctx, const struct bfo_opts *opts);
 void bfo_ctx_destroy(struct bfo_ctx *ctx);
 
 /*
+ * bfo_ctx_reset - make ctx ready for an unrelated batch, as if new, while
+ * keeping its threads, io_uring instance, arena pages and device cache:
+ * creating a context costs about a millisecond of threads, mappings and
+ * ring setup before any I/O, so a caller that reads many small batches
+ * (one per Spark task, say) keeps contexts in a pool and resets one
+ * between users instead of destroying it.
+ *
+ * A batch in flight is cancelled and its I/O waited for; entries not yet
+ * released are released (their data and paths must no longer be used,
+ * and releasing them again returns -EINVAL); the statistics read zero and
+ * a stop by BFO_READ_STOP_ON_ERROR or bfo_read_cancel() is forgotten.
+ * Options are those the context was created with.  A context whose batch
+ * simply ended needs no reset to start the next one (see
+ * bfo_read_submit()); reset is for handing it to a new owner.
+ * No other call on ctx may run concurrently.  Returns 0, or -EINVAL for a
+ * NULL ctx.
+ */
+int bfo_ctx_reset(struct bfo_ctx *ctx);
+
+/*
  * bfo_ctx_describe - write a NUL-terminated, human-readable line about the
  * engines this context can use (and why not the others) into buf.
  * Returns the length the full text needs, like snprintf.

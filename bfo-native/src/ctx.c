@@ -868,6 +868,52 @@ BFO_API int bfo_read_stats(struct bfo_ctx *ctx, struct bfo_stats *st)
 	return 0;
 }
 
+/*
+ * Back to the state of a new context, keeping what is costly to make: the
+ * threads, the io_uring instance, the arena's mapped and populated pages,
+ * the device cache and the buffers' capacity.  The batch in flight is
+ * cancelled and drained here (its I/O waited for), entries the caller
+ * still holds are released, and the stats and the stop-on-error state are
+ * cleared, so the next batch sees nothing of this one.
+ */
+BFO_API int bfo_ctx_reset(struct bfo_ctx *ctx)
+{
+	if (!ctx)
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	if (ctx->bstate != B_IDLE)
+		stop_locked(ctx);
+	while (work_in_flight_locked(ctx)) {
+		/* The dispatcher broadcasts each round while a caller waits;
+		 * the timeout only bounds a missed wake. */
+		struct timespec dl;
+
+		clock_gettime(CLOCK_MONOTONIC, &dl);
+		dl.tv_nsec += 10 * 1000000L;
+		if (dl.tv_nsec >= 1000000000L) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000L;
+		}
+		ctx->caller_waiting = true;
+		pthread_cond_timedwait(&ctx->cond, &ctx->lock, &dl);
+		ctx->caller_waiting = false;
+	}
+	for (uint32_t i = 0; i < ctx->nticket && ctx->tickets_out; i++)
+		if (ctx->tickets[i].used)
+			ticket_put_locked(ctx, (uint64_t)ctx->tickets[i].gen << 32 | i);
+	ctx->res_head = ctx->res_count = 0;
+	ctx->in_len = ctx->in_pos = 0;
+	ctx->in_count = ctx->cut_count = 0;
+	ctx->bstate = B_IDLE;
+	memset(&ctx->st, 0, sizeof(ctx->st));
+	memset(ctx->bytes_by_engine, 0, sizeof(ctx->bytes_by_engine));
+	ctx->stop_on_error_hit = false;
+	ctx->disp_blocked = false;
+	ctx->t_batch_start = ctx->t_meta_since = ctx->t_data_since = 0;
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
 BFO_API void bfo_ctx_destroy(struct bfo_ctx *ctx)
 {
 	if (!ctx)

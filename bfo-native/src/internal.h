@@ -70,7 +70,11 @@ struct pool {
 	pthread_cond_t cond;
 	struct pool_task *head, *tail;
 	pthread_t *threads;
-	unsigned nthreads;
+	unsigned nthreads;      /* started so far (threads grow on demand) */
+	unsigned max;           /* at most this many */
+	unsigned idle;          /* waiting for a task */
+	unsigned queued;        /* tasks not yet taken */
+	int nice;               /* the workers' nice value (pool_start's caller + POOL_NICE) */
 	bool stop;
 };
 
@@ -103,6 +107,7 @@ struct arena {
 	struct pool *pool;
 	struct pool_task fault_task;
 	size_t fault_done;      /* [0, fault_done) populated: the running task's */
+	size_t allocated;       /* bytes ever allocated: how far ahead to populate */
 	atomic_size_t fault_want;
 	atomic_bool fault_running, fault_stop;
 };
