@@ -111,6 +111,7 @@ final class BfoNative {
     static native void bfo_opts_init(Pointer opts);
     static native int bfo_ctx_create(PointerByReference ctx, Pointer opts);
     static native void bfo_ctx_destroy(Pointer ctx);
+    static native int bfo_ctx_reset(Pointer ctx);
     static native int bfo_ctx_describe(Pointer ctx, Pointer buf, long len);
     static native int bfo_read_submit(Pointer ctx, Pointer paths, int n);
     static native long bfo_read_submit_packed(Pointer ctx, Pointer buf, long len);

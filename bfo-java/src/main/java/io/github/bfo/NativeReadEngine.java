@@ -16,7 +16,8 @@ import java.util.Objects;
 /**
  * A reader on a native context. All native calls of a context go through
  * {@link #enter()}/{@link #exit()} so that {@link #close()} can cancel, wait
- * for the call in progress and only then destroy the context.
+ * for the call in progress and only then give the context back to the
+ * {@link ContextPool} (which resets or destroys it).
  */
 final class NativeReadEngine implements BatchFileReader.Impl {
     /** Entries fetched per bfo_read_wait (and given back per bfo_read_release). */
@@ -64,6 +65,9 @@ final class NativeReadEngine implements BatchFileReader.Impl {
     private final Object lock = new Object();
     private int active;
     private volatile boolean closed;
+    private final ContextPool pool = ContextPool.shared();
+    /** Taken from the pool or made; back to the pool on close. */
+    private NativeContext context;
     private Pointer ctx;
     private NativeBatch batch;
     private ReadStats last;
@@ -71,6 +75,27 @@ final class NativeReadEngine implements BatchFileReader.Impl {
     private final Pointer statsPtr = BfoNative.pointer(statsBuf);
 
     NativeReadEngine(BatchFileReader.Builder b) throws IOException {
+        Memory o = opts(b);
+        NativeContext.Key key = new NativeContext.Key(o.getByteArray(0, BfoNative.OPTS_SIZE));
+        NativeContext c = pool.take(key);
+        if (c == null) {
+            c = create(b, o, key);
+        }
+        this.context = c;
+        this.ctx = c.ptr;
+        this.noFollow = b.noFollow;
+        this.windowFiles = c.windowFiles;
+        this.engineAsked = b.engine.name().toLowerCase();
+        this.last = ReadStats.empty("none");
+    }
+
+    /** The pool key of a reader made with b. */
+    static NativeContext.Key keyOf(BatchFileReader.Builder b) {
+        return new NativeContext.Key(opts(b).getByteArray(0, BfoNative.OPTS_SIZE));
+    }
+
+    /** struct bfo_opts for b (libbfo's defaults where b leaves 0). */
+    private static Memory opts(BatchFileReader.Builder b) {
         Memory o = new Memory(BfoNative.OPTS_SIZE);
         o.clear();
         BfoNative.bfo_opts_init(o);
@@ -96,6 +121,11 @@ final class NativeReadEngine implements BatchFileReader.Impl {
         setLong(o, BfoNative.OPTS_max_io, b.maxIo);
         setLong(o, BfoNative.OPTS_large_extent, b.largeExtent);
         setLong(o, BfoNative.OPTS_large_file, b.largeFile);
+        return o;
+    }
+
+    private static NativeContext create(BatchFileReader.Builder b, Memory o, NativeContext.Key key)
+            throws IOException {
         PointerByReference ref = new PointerByReference();
         int r = BfoNative.bfo_ctx_create(ref, o);
         if (r < 0) {
@@ -108,11 +138,7 @@ final class NativeReadEngine implements BatchFileReader.Impl {
             }
             throw new IOException(what);
         }
-        this.ctx = ref.getValue();
-        this.noFollow = b.noFollow;
-        this.windowFiles = o.getInt(BfoNative.OPTS_window_files);
-        this.engineAsked = b.engine.name().toLowerCase();
-        this.last = ReadStats.empty("none");
+        return new NativeContext(key, ref.getValue(), o.getInt(BfoNative.OPTS_window_files));
     }
 
     private static int engineCode(BatchFileReader.Engine e) {
@@ -191,12 +217,16 @@ final class NativeReadEngine implements BatchFileReader.Impl {
         if (b != null) {
             synchronized (b) {   // no data() view is being made while the memory goes away
                 b.closedByReader();
+                b.clearRing();
             }
         }
-        BfoNative.bfo_ctx_destroy(c);
+        NativeContext nc;
         synchronized (lock) {
+            nc = context;
+            context = null;
             ctx = null;
         }
+        pool.give(nc);   // reset (the batch drained, held entries released) and kept, or destroyed
         if (interrupted) {
             Thread.currentThread().interrupt();
         }
@@ -278,16 +308,16 @@ final class NativeReadEngine implements BatchFileReader.Impl {
         private boolean finished;        // bfo_read_finish called
         private boolean stopped;         // submission refused (-ECANCELED): stop-on-error or cancel
         private boolean ended;           // bfo_read_wait returned 0
-        private ByteBuffer pathBuf = BfoNative.direct(PATH_BUF);
-        private Pointer pathPtr = BfoNative.pointer(pathBuf);
+        private ByteBuffer pathBuf;
+        private Pointer pathPtr;
         private int pathLen;
         private int[] ends = new int[1024];   // end offset (after the NUL) of each packed, unaccepted path
         private int pending;
-        private final ByteBuffer entries = BfoNative.direct(WAIT_MAX * BfoNative.FILE_SIZE);
-        private final Pointer entriesPtr = BfoNative.pointer(entries);
+        private final ByteBuffer entries;
+        private final Pointer entriesPtr;
         /** The waited entries copied at once: entry() reads array elements, not a buffer call per field. */
-        private final long[] words = new long[WAIT_MAX * ENTRY_WORDS];
-        private final java.nio.LongBuffer entryWords = entries.asLongBuffer();
+        private final long[] words;
+        private final java.nio.LongBuffer entryWords;
         private int count;               // entries in the buffer (held until released)
         private int cursor;
         private ReadStats finalStats;
@@ -296,13 +326,19 @@ final class NativeReadEngine implements BatchFileReader.Impl {
         NativeBatch(Iterator<? extends Path> src, PackedPaths packedSrc) {
             this.src = src;
             this.packedSrc = packedSrc;
-            // Enough paths in flight to keep the library's input queue (two windows) and its
-            // lookahead fed, and at least one window more than it can wait for (no dead end).
-            int cap = Integer.highestOneBit(Math.max(4096, Math.min(1 << 21, 4 * windowFiles)) - 1) << 1;
-            this.ring = new Object[cap];
-            this.ringOff = packedSrc != null ? new int[cap] : null;
-            this.ringLen = packedSrc != null ? new int[cap] : null;
-            this.mask = cap - 1;
+            // The context's buffers: one batch at a time uses them (a new batch of the reader
+            // closes the previous one before it runs).
+            NativeContext c = context;
+            this.ring = c.ring;
+            this.ringOff = c.ringOff;
+            this.ringLen = c.ringLen;
+            this.mask = ring.length - 1;
+            this.pathBuf = c.pathBuf;
+            this.pathPtr = BfoNative.pointer(pathBuf);
+            this.entries = c.entries;
+            this.entriesPtr = BfoNative.pointer(entries);
+            this.words = c.words;
+            this.entryWords = entries.asLongBuffer();
         }
 
         /** Paths taken from the input so far (all of it once the batch ended, unless it stopped). */
@@ -510,6 +546,7 @@ final class NativeReadEngine implements BatchFileReader.Impl {
             pathBuf.clear();
             pathBuf = nb;
             pathPtr = BfoNative.pointer(nb);
+            context.pathBuf = nb;   // kept grown for the context's next batches
         }
 
         /** The library took `bytes` bytes (whole paths): drop them from the buffer; returns how many paths. */
@@ -585,7 +622,14 @@ final class NativeReadEngine implements BatchFileReader.Impl {
             ended = true;
             finalStats = fetchStats(c);
             last = finalStats;
-            Arrays.fill(ring, null);
+            clearRing();
+        }
+
+        /** Empties the slots this batch used (at most the ring), for the context's next batch. */
+        void clearRing() {
+            for (long i = Math.max(0, packed - ring.length); i < packed; i++) {
+                ring[(int) (i & mask)] = null;
+            }
         }
 
         @Override
@@ -659,7 +703,7 @@ final class NativeReadEngine implements BatchFileReader.Impl {
                 }
             } finally {
                 exit();
-                Arrays.fill(ring, null);
+                clearRing();
             }
         }
     }
