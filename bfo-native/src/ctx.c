@@ -883,7 +883,9 @@ BFO_API int bfo_ctx_reset(struct bfo_ctx *ctx)
 	pthread_mutex_lock(&ctx->lock);
 	if (ctx->bstate != B_IDLE)
 		stop_locked(ctx);
-	while (work_in_flight_locked(ctx)) {
+	/* Every window retired, not only delivered (entries_in_flight_locked):
+	 * the next batch starts with none of this one's. */
+	while (ctx->nplanning || ctx->nplanned || ctx->nactive) {
 		/* The dispatcher broadcasts each round while a caller waits;
 		 * the timeout only bounds a missed wake. */
 		struct timespec dl;
