@@ -94,7 +94,8 @@ class BfoResolutionTest extends SparkTestBase {
             assertSameRows(spark.read().format("binaryFile").load(relative).select("path"),
                     spark.read().format("bfo").load(relative).select("path"));
         } finally {
-            BfoBatchWrite.deleteTree(Path.of(System.getProperty("user.dir")).resolve(relative));
+            Path abs = Path.of(System.getProperty("user.dir")).resolve(relative);
+            BfoBatchWrite.deleteTree(abs.getParent(), abs.getFileName().toString());
         }
     }
 
