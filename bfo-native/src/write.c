@@ -176,24 +176,27 @@ static void tmp_name(struct bfo_writer *w, char *buf, size_t len)
 
 /* ------------------------------------------------------------ entries */
 
-/* The batch made entry i's file, of identity id: the journal learns it
- * before anything else is done to the file (what recovery may touch). */
-static int journal_made(struct wbatch *b, uint32_t i, const struct fid *id)
+/* The batch made entry i's file, of identity id (or, id NULL, the file
+ * open on fd): the journal learns it before anything else is done to the
+ * file (what recovery may touch). */
+static int journal_made(struct wbatch *b, uint32_t i, int fd, const struct fid *id)
 {
+	struct fid own;
+	int ret;
+
 	if (b->ifd < 0 || b->midx[i] == UINT32_MAX)
 		return 0;
-	return journal_id_append(b->ifd, &b->ids_off, b->midx[i], id);
+	if (!id && (ret = fid_of_fd(fd, &own)))
+		return ret;
+	return journal_id_append(b->ifd, &b->ids_off, b->midx[i], id ? id : &own);
 }
 
 /* A regular file the batch made is open on fd, its data written: its
  * identity for the journal, then its metadata, through fd. */
 static int file_made(struct wbatch *b, uint32_t i, int fd, bool mode_done)
 {
-	struct fid id;
-	int ret = b->ifd < 0 ? 0 : fid_of_fd(fd, &id);
+	int ret = journal_made(b, i, fd, NULL);
 
-	if (!ret)
-		ret = b->ifd < 0 ? 0 : journal_made(b, i, &id);
 	return ret ? ret : meta_apply(fd, false, &b->e[i], false, mode_done);
 }
 
@@ -285,11 +288,7 @@ static int write_special(struct wbatch *b, int dfd, uint32_t i)
 		close(fd);
 		return -ESTALE;
 	}
-	struct fid id;
-
-	ret = b->ifd < 0 ? 0 : fid_of_fd(fd, &id);
-	if (!ret)
-		ret = b->ifd < 0 ? 0 : journal_made(b, i, &id);
+	ret = journal_made(b, i, fd, NULL);
 	if (!ret)
 		ret = meta_apply(fd, true, e, link, false);
 	close(fd);
@@ -324,7 +323,7 @@ static int write_dir(struct wbatch *b, int dfd, uint32_t i)
 		return ret;
 	if (d.id.type != S_IFDIR)
 		return -EEXIST;
-	if (made && (ret = journal_made(b, i, &d.id)))
+	if (made && (ret = journal_made(b, i, -1, &d.id)))
 		return ret;
 	struct fid id = d.id;
 
