@@ -667,12 +667,28 @@ static bool manifest_trusted(const struct stat *st)
 	       !(st->st_mode & 022) && st->st_size <= BFO_MANIFEST_MAX;
 }
 
+/* The size bytes of fd (fewer if it shrank): malloc'ed, or NULL. */
+static uint8_t *read_whole(int fd, off_t size, size_t *len)
+{
+	uint8_t *p = malloc((size_t)size + 1);
+	size_t got = 0;
+
+	while (p && got < (size_t)size) {
+		ssize_t k = pread(fd, p + got, (size_t)size - got, (off_t)got);
+
+		if (k <= 0)
+			break;
+		got += (size_t)k;
+	}
+	*len = got;
+	return p;
+}
+
 /* Read a trusted journal file whole: 0 and *out (malloc'ed, *len bytes),
  * or -errno.  Absent: 0 with *out NULL. */
 static int read_trusted(int jfd, const char *name, uint8_t **out, size_t *len)
 {
 	struct stat st;
-	size_t got = 0;
 	int fd = openat(jfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 
 	*out = NULL;
@@ -683,16 +699,8 @@ static int read_trusted(int jfd, const char *name, uint8_t **out, size_t *len)
 		close(fd);
 		return -EPERM;
 	}
-	*out = malloc((size_t)st.st_size + 1);
-	while (*out && got < (size_t)st.st_size) {
-		ssize_t k = pread(fd, *out + got, (size_t)st.st_size - got, (off_t)got);
-
-		if (k <= 0)
-			break;
-		got += (size_t)k;
-	}
+	*out = read_whole(fd, st.st_size, len);
 	close(fd);
-	*len = got;
 	return *out ? 0 : -ENOMEM;
 }
 
@@ -718,16 +726,9 @@ static void recover_manifest(int rootfd, int jfd, const char *name, struct bfo_r
 	if (statx(fd, "", AT_EMPTY_PATH, STATX_BTIME | STATX_CTIME, &r.t0) < 0)
 		goto done;
 	r.have_btime = r.t0.stx_mask & STATX_BTIME;
-	data = malloc((size_t)fst.st_size + 1);
+	data = read_whole(fd, fst.st_size, &got);
 	if (!data)
 		goto done;
-	while (got < (size_t)fst.st_size) {
-		ssize_t k = pread(fd, data + got, (size_t)fst.st_size - got, (off_t)got);
-
-		if (k <= 0)
-			break;
-		got += (size_t)k;
-	}
 	st->batches++;
 	ids_name(iname, sizeof(iname), name);
 	if (read_trusted(jfd, iname, &ids, &ids_len) == -EPERM)
