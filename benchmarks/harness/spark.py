@@ -11,6 +11,11 @@ loading and code generation off the clock), then the harness drops the caches
   metalen    sum(length): metadata only, no content column      bfo vs binaryFile
   wordcount  split/explode/groupBy word count over lines        bfo format=text vs text
 
+sumlen and metalen run again with the set copied into HDFS (a MiniDFSCluster
+with one DataNode in the query's JVM, its storage under the workdir, loaded
+by the first HDFS run off the clock); the cache drop empties the DataNode's
+block files, the NameNode keeps its metadata in memory as a running one does.
+
 Every method runs at Spark's own defaults (openCostInBytes 4 MiB,
 maxPartitionBytes 128 MiB: what a user gets; bfo then packs by its own cost
 model), and results must be equal (count; files and bytes; distinct words,
@@ -37,14 +42,20 @@ JVM_FLAGS = ["-XX:+IgnoreUnrecognizedVMOptions"] + [
         "sun.security.action", "sun.util.calendar")] + [
     "-Djdk.reflect.useDirectMethodHandle=false", "-Dio.netty.tryReflectionSetAccessible=true"]
 
-# (query, method) pairs run, in order; and the comparisons reported
-RUNS = [("count", "bfo"), ("count", "binaryFile"), ("sumlen", "bfo"), ("sumlen", "binaryFile"),
-        ("metalen", "bfo"), ("metalen", "binaryFile"), ("wordcount", "bfo"), ("wordcount", "text")]
+# (query, method, where) run, in order; and the comparisons reported. where: "local" (the set on its file
+# system) or "hdfs" (the set copied into an HDFS in the query's JVM: S1Bench -Dbfo.s1.hdfs)
+RUNS = [("count", "bfo", "local"), ("count", "binaryFile", "local"), ("sumlen", "bfo", "local"),
+        ("sumlen", "binaryFile", "local"), ("metalen", "bfo", "local"), ("metalen", "binaryFile", "local"),
+        ("wordcount", "bfo", "local"), ("wordcount", "text", "local"),
+        ("sumlen", "bfo", "hdfs"), ("sumlen", "binaryFile", "hdfs"), ("metalen", "bfo", "hdfs"),
+        ("metalen", "binaryFile", "hdfs")]
 COMPARE = [
-    ("count()", ("count", "bfo"), ("count", "binaryFile"), None),
-    ("sum(length(content))", ("sumlen", "bfo"), ("sumlen", "binaryFile"), 3.0),
-    ("metadata only: sum(length)", ("metalen", "bfo"), ("metalen", "binaryFile"), 2.0),
-    ("word count", ("wordcount", "bfo"), ("wordcount", "text"), 1.5),
+    ("count()", ("count", "bfo", "local"), ("count", "binaryFile", "local"), None),
+    ("sum(length(content))", ("sumlen", "bfo", "local"), ("sumlen", "binaryFile", "local"), 3.0),
+    ("metadata only: sum(length)", ("metalen", "bfo", "local"), ("metalen", "binaryFile", "local"), 2.0),
+    ("word count", ("wordcount", "bfo", "local"), ("wordcount", "text", "local"), 1.5),
+    ("HDFS: sum(length(content))", ("sumlen", "bfo", "hdfs"), ("sumlen", "binaryFile", "hdfs"), 2.0),
+    ("HDFS: metadata only", ("metalen", "bfo", "hdfs"), ("metalen", "binaryFile", "hdfs"), None),
 ]
 
 
@@ -68,8 +79,10 @@ def classpath(workdir, rebuild=False):
     return f"{target / 'test-classes'}:{target / 'classes'}:{cp_file.read_text().strip()}"
 
 
-def run_one(cp, set_dir, probe_dir, method, query, *, root, conf, heap, timeout):
+def run_one(cp, set_dir, probe_dir, method, query, *, root, conf, heap, timeout, hdfs=None):
     cmd = [util.which("java"), f"-Xmx{heap}", *JVM_FLAGS, "-cp", cp]
+    if hdfs:
+        cmd.append(f"-Dbfo.s1.hdfs={hdfs}")
     for c in conf:
         cmd.append(f"-D{c}")
     cmd += [MAIN, str(set_dir), str(probe_dir), method, query]
@@ -111,18 +124,20 @@ def run_s1(*, files, conf, heap, workdir, keep, root, timeout, results, md, outd
     with runner.open_set(spec, params, workdir=workdir, keep=keep, fs=fs, root=root) as (ws, plan, info):
         info = dict(info, scenario="s1", conf=conf, runs={})
         results["sets"]["s1-4k"] = info
-        for query, method in RUNS:
-            util.log(f"S1 {query} with {method} ({cache} cache)")
+        hdfs = Path(workdir) / "s1-hdfs"   # loaded by the first HDFS run, from this set
+        util.run(["rm", "-rf", str(hdfs)])
+        for query, method, where in RUNS:
+            util.log(f"S1 {query} with {method} on {where} ({cache} cache)")
             r = run_one(cp, ws.set_dir, ws.probe_dir, method, query, root=root, conf=conf, heap=heap,
-                        timeout=timeout)
-            info["runs"][f"{query}/{method}"] = r
+                        timeout=timeout, hdfs=hdfs if where == "hdfs" else None)
+            info["runs"][f"{query}/{method}/{where}"] = r
             util.log(f"  -> {r.get('seconds', 0):.2f}s in-JVM, {r.get('partitions')} partitions: "
                      f"{r.get('result') or r.get('error')}")
             if r["status"] != "ok":
                 failed = True
         rows = []
         for title, a, b, target in COMPARE:
-            ra, rb = info["runs"][f"{a[0]}/{a[1]}"], info["runs"][f"{b[0]}/{b[1]}"]
+            ra, rb = info["runs"]["/".join(a)], info["runs"]["/".join(b)]
             ok = ra["status"] == "ok" and rb["status"] == "ok"
             # the same query must give the same result; the metadata row compares the number of files
             same = ok and (ra["result"] == rb["result"] if a[0] == b[0]
@@ -133,6 +148,7 @@ def run_s1(*, files, conf, heap, workdir, keep, root, timeout, results, md, outd
             rows.append([title, f"{ra.get('seconds', float('nan')):.2f}", f"{b[1]} {rb.get('seconds', float('nan')):.2f}",
                          f"{ratio:.1f}x" if ratio else "-", f">= {target}x" if target else "-",
                          ("yes" if same else "NO") + f" ({ra.get('result') or ra.get('error')})"])
+        util.run(["rm", "-rf", str(hdfs)])
         info["complete"] = True
         block = (f"## S1: Spark on the 4k set, {plan.files:,} files, {plan.bytes / 1e6:,.1f} MB, {cache} cache, "
                  f"one run each\n\nSpark local[*], "

@@ -22,7 +22,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * (the one binaryFile and text use): globs in paths, pathGlobFilter,
  * recursiveFileLookup, modifiedBefore/After, hidden files, key=value
  * partition directories and their type inference all behave as in Spark's
- * file sources. The index's listing of local directories is served by
+ * file sources, on any Hadoop file system. The index's listing of local directories is served by
  * {@link BfoLeafFiles} (option listing=native, the default).
  */
 final class BfoFileListing {
@@ -30,6 +30,10 @@ final class BfoFileListing {
 
     final List<String> paths;
     final InMemoryFileIndex index;
+    /** Some root is on a Hadoop file system other than the local one (read through BfoHadoopReads). */
+    final boolean remote;
+    /** The session's Hadoop configuration with this read's options, as Spark's file sources make it. */
+    final Configuration hadoopConf;
     /** The native listing offered to the index, or null with listing=spark. */
     final BfoLeafFiles leafFiles;
 
@@ -47,13 +51,12 @@ final class BfoFileListing {
         scala.collection.immutable.Seq<Path> roots = DataSource$.MODULE$.checkAndGlobPathIfNecessary(
                 ScalaInterop.seq(paths), hadoopConf, true, true, DataSource$.MODULE$.checkAndGlobPathIfNecessary$default$5(),
                 glob);
+        boolean other = false;
         for (Path p : ScalaInterop.list(roots)) {
-            String scheme = p.toUri().getScheme();
-            if (scheme != null && !"file".equals(scheme)) {
-                throw new IllegalArgumentException("bfo reads local files (file: paths) through libbfo; " + p
-                        + " is on '" + scheme + "': use format(\"binaryFile\") for other file systems");
-            }
+            other |= !"file".equals(p.toUri().getScheme());
         }
+        this.remote = other;
+        this.hadoopConf = hadoopConf;
         this.leafFiles = bfoOptions.nativeListing ? new BfoLeafFiles(bfoOptions, hadoopConf) : null;
         FileStatusCache cache = leafFiles != null ? leafFiles : FileStatusCache.getOrCreate(spark);
         this.index = new InMemoryFileIndex(spark, roots, scalaOptions, scala.Option.apply(userSchema), cache,

@@ -20,7 +20,7 @@ import org.apache.spark.sql.execution.datasources.PartitionedFile;
  * strings and rows per task cost more than stat'ing the files.
  */
 final class BfoInputPartition implements InputPartition {
-    private static final long serialVersionUID = 2L;
+    private static final long serialVersionUID = 3L;
     /** How the JDK encodes file names for the kernel (what bfo-java's Path encoding uses). */
     private static final Charset JNU = jnu();
     private static final boolean UTF8 = JNU.equals(StandardCharsets.UTF_8);
@@ -32,6 +32,7 @@ final class BfoInputPartition implements InputPartition {
     /** Hadoop path strings, only when a path is not "file:" + an absolute local path the bytes give back exactly. */
     private final String[] paths;
     final long[] lengths;
+    final long[] modificationTimes;              // milliseconds, from the listing (what a remote metadata read gives)
     private final InternalRow[] partitionRows;   // distinct partition values, shared by their files
     private final int[] partitionRowOf;          // per file, its index in partitionRows
     private final String[] hosts;
@@ -41,6 +42,7 @@ final class BfoInputPartition implements InputPartition {
     BfoInputPartition(PartitionedFile[] files, String[] hosts, Map<PartitionedFile, String> names) {
         int n = files.length;
         lengths = new long[n];
+        modificationTimes = new long[n];
         partitionRowOf = new int[n];
         Map<InternalRow, Integer> rows = new IdentityHashMap<>();
         List<InternalRow> distinct = new ArrayList<>();
@@ -48,6 +50,7 @@ final class BfoInputPartition implements InputPartition {
         for (int i = 0; i < n; i++) {
             strings[i] = names.get(files[i]);
             lengths[i] = files[i].fileSize();
+            modificationTimes[i] = files[i].modificationTime();
             partitionRowOf[i] = rows.computeIfAbsent(files[i].partitionValues(), r -> {
                 distinct.add(r.copy());
                 return distinct.size() - 1;
@@ -99,6 +102,11 @@ final class BfoInputPartition implements InputPartition {
         }
         int from = start(i);
         return LOCAL + new String(localPaths, from, end(i) - 1 - from, Charset.forName(charset));
+    }
+
+    /** True when file i is on the local file system (read by libbfo), false for any other Hadoop file system. */
+    boolean isLocal(int i) {
+        return localPaths != null || paths[i].startsWith(LOCAL);
     }
 
     InternalRow partitionValues(int i) {

@@ -61,6 +61,12 @@ public final class BfoOptions implements Serializable {
     public static final String THREADS = "threads";
     /** Files above this arrive from bfo-java in pieces (bounded memory); default 16 MiB. */
     public static final String LARGE_FILE = "largeFile";
+    /**
+     * Files on Hadoop file systems other than the local one (hdfs:, s3a: ...): how many a task opens and reads
+     * at once; default {@value #DEFAULT_READS_IN_FLIGHT} (see spark-source/README.md for the measurement).
+     */
+    public static final String READS_IN_FLIGHT = "readsInFlight";
+    static final int DEFAULT_READS_IN_FLIGHT = 16;
     /** Write: none, batch (default: one durability point per task batch) or each. */
     public static final String DURABILITY = "durability";
     /** Write: heap bytes per BFO write batch in a task; default 64 MiB. */
@@ -85,6 +91,7 @@ public final class BfoOptions implements Serializable {
     final int queueDepth;
     final int threads;
     final long largeFile;
+    final int readsInFlight;
     final BatchFileWriter.Durability durability;
     final long writeBatchBytes;
 
@@ -130,6 +137,7 @@ public final class BfoOptions implements Serializable {
         queueDepth = (int) o.getLong(QUEUE_DEPTH, 0);
         threads = (int) o.getLong(THREADS, 0);
         largeFile = o.getLong(LARGE_FILE, 16L << 20);
+        readsInFlight = (int) Math.min(1024, positive(o, READS_IN_FLIGHT, DEFAULT_READS_IN_FLIGHT));
         durability = enumOption(o, DURABILITY, BatchFileWriter.Durability.class, BatchFileWriter.Durability.BATCH);
         writeBatchBytes = positive(o, WRITE_BATCH_BYTES, 64L << 20);
     }

@@ -3,7 +3,6 @@ package io.github.bfo.spark;
 
 import io.github.bfo.BatchFileReader;
 import io.github.bfo.FileBatch;
-import io.github.bfo.FileData;
 import io.github.bfo.ReadStats;
 import java.io.FileNotFoundException;
 import java.io.IOException;
@@ -31,9 +30,11 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Reads one input partition with ONE windowed batch read of bfo-java (the
- * engine orders the files for the device), turning each delivered file
- * (or piece of a large file) into rows. Files come back in completion order.
+ * Reads one input partition: its local files with ONE windowed batch read
+ * of bfo-java (the engine orders the files for the device), its files on
+ * other Hadoop file systems through {@link BfoHadoopReads}, turning each
+ * delivered file (or piece of a large file) into rows. Local files come
+ * back in completion order, then the others in the partition's order.
  * Closed by Spark and, in any case, by a task completion listener.
  */
 final class BfoPartitionReader implements PartitionReader<InternalRow> {
@@ -48,8 +49,10 @@ final class BfoPartitionReader implements PartitionReader<InternalRow> {
     private final ArrayDeque<InternalRow> ready = new ArrayDeque<>();
     private final Map<Integer, Pending> pending = new HashMap<>();   // files arriving in pieces
     private final boolean[] dropped;              // filtered out or failed at read time: ignore further pieces
-    private final int[] batchToFile;              // batch index -> partition file index
+    private final int[] batchToFile;              // local batch index -> partition file index
     private final FileSystem.Statistics fsStats;  // where Spark's input metrics look for bytes read
+    private Map<String, FileSystem.Statistics> remoteStats;   // the same, per remote scheme
+    private BfoHadoopReads hadoopReads;           // the files on other Hadoop file systems, or null
     private BatchFileReader reader;
     private FileBatch batch;
     private InternalRow current;
@@ -95,29 +98,45 @@ final class BfoPartitionReader implements PartitionReader<InternalRow> {
         if (ctx != null) {
             ctx.addTaskCompletionListener((org.apache.spark.util.TaskCompletionListener) c -> close());
         }
-        int[] map = new int[part.size()];
-        int n = 0;
+        int[] local = new int[part.size()];
+        int[] remote = new int[part.size()];
+        int n = 0, r = 0;
         for (int i = 0; i < part.size(); i++) {
             if (f.readsData && part.lengths[i] > f.options.maxLength) {
                 // binaryFile's guard, checked on the listing before reading
                 tooLong(i, part.lengths[i]);
                 continue;
             }
-            map[n++] = i;
+            if (part.isLocal(i)) {
+                local[n++] = i;
+            } else {
+                remote[r++] = i;
+            }
         }
-        batchToFile = map;
+        batchToFile = local;
+        if (r > 0) {
+            hadoopReads = new BfoHadoopReads(f.hadoopConf(), part, java.util.Arrays.copyOf(remote, r), f.readsData,
+                    f.options.readsInFlight, f.options.writeBatchBytes, f.options.largeFile);
+        }
+        if (n > 0) {
+            startBatch(local, n);
+        }
+    }
+
+    /** The local files local[0, n) as ONE libbfo batch read. */
+    private void startBatch(int[] local, int n) {
         try {
             reader = f.options.newReader(!f.readsData);
         } catch (IOException e) {
             throw new java.io.UncheckedIOException("bfo: cannot start a batch read: " + e.getMessage(), e);
         }
-        byte[] packed = part.packedLocalPaths(map, n);
+        byte[] packed = part.packedLocalPaths(local, n);
         if (packed != null) {
             batch = reader.readPacked(packed);
         } else {
             List<Path> paths = new ArrayList<>(n);
             for (int k = 0; k < n; k++) {
-                paths.add(part.localPath(map[k]));
+                paths.add(part.localPath(local[k]));
             }
             batch = reader.read(paths);
         }
@@ -127,11 +146,16 @@ final class BfoPartitionReader implements PartitionReader<InternalRow> {
     @Override
     public boolean next() throws IOException {
         while (ready.isEmpty()) {
-            if (batch == null || !batch.hasNext()) {
+            if (batch != null && batch.hasNext()) {
+                handle(BfoPiece.of(batch.next(), batchToFile));
+                continue;
+            }
+            BfoPiece p = hadoopReads == null ? null : hadoopReads.next();
+            if (p == null) {
                 finishBatch();
                 return false;
             }
-            handle(batch.next());
+            handle(p);
         }
         current = ready.poll();
         return true;
@@ -142,19 +166,19 @@ final class BfoPartitionReader implements PartitionReader<InternalRow> {
         return current;
     }
 
-    private void handle(FileData e) throws IOException {
-        int i = batchToFile[(int) e.index()];
+    private void handle(BfoPiece e) throws IOException {
+        int i = e.file();
         if (dropped[i]) {
             return;
         }
-        if (!e.isOk()) {
+        if (e.failure() != null) {
             pending.remove(i);
             dropped[i] = true;
             failed(i, e.failure());
             return;
         }
         long size = e.size();
-        long micros = e.lastModifiedTime().toMillis() * 1000L;   // binaryFile: Hadoop's millisecond mtime
+        long micros = e.modificationMillis() * 1000L;   // binaryFile: Hadoop's millisecond mtime
         if (e.offset() == 0) {
             files++;
             if (!f.readsData) {
@@ -174,7 +198,7 @@ final class BfoPartitionReader implements PartitionReader<InternalRow> {
         long n = e.length();
         dataBytes += n;
         if (n > 0) {
-            fsStats.incrementBytesRead(n);
+            statistics(i).incrementBytesRead(n);
         }
         if (!f.readsData) {
             ready.add(row(i, size, micros, null));
@@ -239,6 +263,28 @@ final class BfoPartitionReader implements PartitionReader<InternalRow> {
         return new GenericInternalRow(v);
     }
 
+    /**
+     * Where Spark's input metrics (the task thread's Hadoop statistics) look for file i's bytes. Remote files
+     * are read on other threads, whose counts Spark does not see: they are counted again here, on the task's.
+     */
+    private FileSystem.Statistics statistics(int i) throws IOException {
+        if (part.isLocal(i)) {
+            return fsStats;
+        }
+        String path = part.path(i);
+        String scheme = path.substring(0, Math.max(0, path.indexOf(':')));
+        if (remoteStats == null) {
+            remoteStats = new HashMap<>();
+        }
+        FileSystem.Statistics s = remoteStats.get(scheme);
+        if (s == null) {
+            FileSystem fs = new org.apache.hadoop.fs.Path(path).getFileSystem(f.hadoopConf());
+            s = FileSystem.getStatistics(fs.getUri().getScheme(), fs.getClass());
+            remoteStats.put(scheme, s);
+        }
+        return s;
+    }
+
     private void tooLong(int i, long size) {
         String msg = "bfo: the length of " + part.path(i) + " is " + size
                 + ", which exceeds the max length allowed: " + f.options.maxLength + " (option maxLength, conf "
@@ -257,13 +303,17 @@ final class BfoPartitionReader implements PartitionReader<InternalRow> {
         // FileNotFoundException: Spark then treats the file as missing (skipped only under ignoreMissingFiles,
         // even with ignoreCorruptFiles). The same here, so that switching sources changes no result.
         boolean denied = cause instanceof AccessDeniedException;
-        boolean missing = denied || cause instanceof NoSuchFileException || cause instanceof NotDirectoryException;
+        boolean missing = denied || cause instanceof NoSuchFileException || cause instanceof NotDirectoryException
+                || cause instanceof FileNotFoundException;   // Hadoop's "missing", as binaryFile sees it
         if (missing && f.options.ignoreMissingFiles) {
             LOG.warn("Skipped {} file (ignoreMissingFiles): {}", denied ? "unreadable" : "missing", path);
             skipped++;
             return;
         }
-        if (!missing && f.options.ignoreCorruptFiles) {
+        // Spark's file scans never skip these as corrupt: a lost block or a refused access is not bad data
+        boolean corrupt = !missing && !(cause instanceof org.apache.hadoop.hdfs.BlockMissingException)
+                && !(cause instanceof org.apache.hadoop.security.AccessControlException);
+        if (corrupt && f.options.ignoreCorruptFiles) {
             LOG.warn("Skipped unreadable file (ignoreCorruptFiles): {}: {}", path, cause.toString());
             skipped++;
             return;
@@ -309,12 +359,18 @@ final class BfoPartitionReader implements PartitionReader<InternalRow> {
         pending.clear();
         ready.clear();
         try {
-            if (batch != null) {
-                batch.close();
+            if (hadoopReads != null) {
+                hadoopReads.close();
             }
         } finally {
-            if (reader != null) {
-                reader.close();
+            try {
+                if (batch != null) {
+                    batch.close();
+                }
+            } finally {
+                if (reader != null) {
+                    reader.close();
+                }
             }
         }
     }

@@ -15,12 +15,16 @@ import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.broadcast.Broadcast;
+import org.apache.spark.sql.execution.PartitionedFileUtil;
+import org.apache.spark.sql.execution.datasources.FilePartition;
 import org.apache.spark.sql.execution.datasources.FileStatusWithMetadata;
 import org.apache.spark.sql.execution.datasources.PartitionDirectory;
 import org.apache.spark.sql.execution.datasources.PartitionedFile;
 import org.apache.spark.sql.sources.Filter;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.util.SerializableConfiguration;
 
 /**
  * The planned read: the listing filtered by the pushed filters (before any
@@ -111,9 +115,11 @@ final class BfoScan implements Scan, Batch {
                 if (!filters.accept(path, st.getLen(), micros, values)) {
                     continue;
                 }
-                PartitionedFile pf = new PartitionedFile(values, SparkPath.fromPath(st.getPath()), 0, st.getLen(),
-                        new String[0], st.getModificationTime(), st.getLen(),
-                        scala.collection.immutable.Map$.MODULE$.empty());
+                PartitionedFile pf = "file".equals(st.getPath().toUri().getScheme())
+                        ? new PartitionedFile(values, SparkPath.fromPath(st.getPath()), 0, st.getLen(), NO_HOSTS,
+                                st.getModificationTime(), st.getLen(), scala.collection.immutable.Map$.MODULE$.empty())
+                        // as Spark's file scans make one: with its blocks' hosts, for locality
+                        : PartitionedFileUtil.getPartitionedFile(fm, st.getPath(), values, 0, st.getLen());
                 files.add(pf);
                 names.put(pf, path);
             }
@@ -123,15 +129,22 @@ final class BfoScan implements Scan, Batch {
         packing = BfoPacking.of(spark, options);
         List<InputPartition> out = new ArrayList<>();
         for (List<PartitionedFile> p : packing.pack(files)) {
-            out.add(new BfoInputPartition(p.toArray(new PartitionedFile[0]), NO_HOSTS, names));
+            PartitionedFile[] a = p.toArray(new PartitionedFile[0]);
+            String[] hosts = listing.remote ? new FilePartition(out.size(), a).preferredLocations() : NO_HOSTS;
+            out.add(new BfoInputPartition(a, hosts, names));
         }
         return out.toArray(new InputPartition[0]);
     }
 
     @Override
     public PartitionReaderFactory createReaderFactory() {
+        Broadcast<SerializableConfiguration> conf = null;
+        if (listing.remote) {
+            conf = SparkSession.active().sparkContext().broadcast(new SerializableConfiguration(listing.hadoopConf),
+                    scala.reflect.ClassTag$.MODULE$.apply(SerializableConfiguration.class));
+        }
         return new BfoReaderFactory(options, table.dataSchema(), listing.partitionSchema(), readSchema,
-                new MetadataFilters(table.dataSchema(), listing.partitionSchema(), pushed), readsData());
+                new MetadataFilters(table.dataSchema(), listing.partitionSchema(), pushed), readsData(), conf);
     }
 
     @Override

@@ -14,12 +14,36 @@ import org.apache.hadoop.hdfs.MiniDFSCluster;
  * 127.0.0.1, with its storage under a temporary directory removed on close.
  */
 final class MiniDfs implements AutoCloseable {
+    /**
+     * HDFS client settings for tests that stop DataNodes: a block whose replicas are all gone fails after one
+     * short wait, not after Hadoop's three growing ones (about 20 s per file). Spark's tasks make their own
+     * clients, from the session's Hadoop configuration: set these there too.
+     */
+    static final java.util.Map<String, String> CLIENT = java.util.Map.of(
+            "dfs.client.retry.window.base", "10",
+            "dfs.client.max.block.acquire.failures", "1");
+
     private final Path base;
+    private final boolean temporary;
     private final MiniDFSCluster cluster;
 
-    /** dataNodes DataNodes; each block kept replication times. */
+    /** dataNodes DataNodes; each block kept replication times; storage in a temporary directory. */
     MiniDfs(int dataNodes, int replication) throws IOException {
-        base = Files.createTempDirectory("bfo-minidfs");
+        this(Files.createTempDirectory("bfo-minidfs"), true, dataNodes, replication, true);
+    }
+
+    /**
+     * An HDFS whose storage stays in base (the S1 benchmark loads its set once and starts on it again in each
+     * run's JVM): format makes it new, else what base holds is served.
+     */
+    MiniDfs(Path base, boolean format, int dataNodes, int replication) throws IOException {
+        this(base, false, dataNodes, replication, format);
+    }
+
+    private MiniDfs(Path base, boolean temporary, int dataNodes, int replication, boolean format)
+            throws IOException {
+        this.base = base;
+        this.temporary = temporary;
         Configuration conf = new Configuration();
         conf.set(MiniDFSCluster.HDFS_MINIDFS_BASEDIR, base.toString());
         conf.setInt("dfs.replication", replication);
@@ -28,10 +52,8 @@ final class MiniDfs implements AutoCloseable {
         conf.set("dfs.datanode.http.address", "127.0.0.1:0");
         conf.set("dfs.datanode.ipc.address", "127.0.0.1:0");
         conf.set("dfs.namenode.http-address", "127.0.0.1:0");
-        // a stopped DataNode is not waited for: the client goes to the next replica, or fails the read
-        conf.setInt("dfs.client.retry.window.base", 10);
-        conf.setInt("dfs.client.max.block.acquire.failures", 1);
-        cluster = new MiniDFSCluster.Builder(conf).numDataNodes(dataNodes).build();
+        CLIENT.forEach(conf::set);
+        cluster = new MiniDFSCluster.Builder(conf).numDataNodes(dataNodes).format(format).build();
         cluster.waitActive();
     }
 
@@ -44,13 +66,19 @@ final class MiniDfs implements AutoCloseable {
         return cluster.getFileSystem();
     }
 
-    /** Stops DataNode i (its blocks are then read from another replica, or not at all). */
-    void stopDataNode(int i) {
-        cluster.stopDataNode(i);
+    /** Stops the DataNode at host:port (its blocks are then read from another replica, or not at all). */
+    void stopDataNode(String name) {
+        if (cluster.stopDataNode(name) == null) {
+            throw new IllegalArgumentException("no DataNode " + name);
+        }
     }
 
     @Override
     public void close() throws IOException {
+        if (!temporary) {
+            cluster.shutdown();
+            return;
+        }
         try {
             cluster.shutdown(true);   // removes its storage under base
         } finally {

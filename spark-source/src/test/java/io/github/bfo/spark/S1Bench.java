@@ -17,6 +17,13 @@ import org.apache.spark.sql.functions;
  * loading, code generation: off the clock), then the driver prints READY and
  * waits for a line on stdin (the harness drops the caches meanwhile), runs the
  * query on DIR and prints one JSON line with the time and the result.
+ *
+ * <p>With {@code -Dbfo.s1.hdfs=STORAGE}, DIR and PROBE_DIR are read from an
+ * HDFS in this JVM (a MiniDFSCluster, one DataNode, on 127.0.0.1) whose
+ * storage is STORAGE: the first run copies both directories into it (off the
+ * clock), later runs start on what it holds. The cache drop then empties the
+ * DataNode's block files from the page cache; the NameNode's metadata stays
+ * in its memory, as on a running cluster.
  */
 public final class S1Bench {
     private S1Bench() {
@@ -76,6 +83,23 @@ public final class S1Bench {
         }
         SparkSession spark = b.getOrCreate();
         spark.sparkContext().setLogLevel("ERROR");
+        String storage = System.getProperty("bfo.s1.hdfs");
+        MiniDfs dfs = null;
+        if (storage != null) {
+            java.nio.file.Path base = java.nio.file.Path.of(storage);
+            java.nio.file.Path loaded = base.resolve("bfo-s1-loaded");
+            boolean load = !java.nio.file.Files.exists(loaded);
+            java.nio.file.Files.createDirectories(base);
+            dfs = new MiniDfs(base, load, 1, 1);
+            if (load) {
+                dfs.fs().copyFromLocalFile(new org.apache.hadoop.fs.Path(dir), new org.apache.hadoop.fs.Path("/s1"));
+                dfs.fs().copyFromLocalFile(new org.apache.hadoop.fs.Path(probe),
+                        new org.apache.hadoop.fs.Path("/s1-probe"));
+                java.nio.file.Files.createFile(loaded);
+            }
+            dir = dfs.uri() + "/s1";
+            probe = dfs.uri() + "/s1-probe";
+        }
         run(spark, method, query, probe);
         System.out.println("READY");
         System.out.flush();
@@ -88,5 +112,8 @@ public final class S1Bench {
         System.out.println("{\"seconds\": " + secs + ", \"partitions\": " + parts + ", \"result\": \""
                 + result.replace("\"", "'") + "\"}");
         spark.stop();
+        if (dfs != null) {
+            dfs.close();
+        }
     }
 }
