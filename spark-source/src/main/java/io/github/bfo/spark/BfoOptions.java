@@ -185,13 +185,17 @@ public final class BfoOptions implements Serializable {
         }
     }
 
+    /** What one partition's read may hold in memory: arenaBytes, 64 MiB by default (bfo-java's arena). */
+    long readMemoryBytes() {
+        return arenaBytes > 0 ? arenaBytes : 64L << 20;
+    }
+
     /** A reader configured by these options; metadataOnly when no content is needed. */
     BatchFileReader newReader(boolean metadataOnly) throws java.io.IOException {
         BatchFileReader.Builder b = BatchFileReader.builder().engine(engine).order(order).metadataOnly(metadataOnly)
                 .windowFiles(windowFiles).arenaBytes(arenaBytes).queueDepth(queueDepth).threads(threads);
         if (!metadataOnly) {
-            long arena = arenaBytes == 0 ? 64L << 20 : arenaBytes;
-            b.largeFile(Math.max(4096, Math.min(largeFile, arena / 8)));
+            b.largeFile(Math.max(4096, Math.min(largeFile, readMemoryBytes() / 8)));
         }
         return b.build();
     }
