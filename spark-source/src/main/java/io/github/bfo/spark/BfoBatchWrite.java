@@ -7,9 +7,6 @@ import java.io.UncheckedIOException;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import org.apache.spark.sql.connector.write.BatchWrite;
 import org.apache.spark.sql.connector.write.DataWriterFactory;
@@ -99,31 +96,7 @@ final class BfoBatchWrite implements Write, BatchWrite {
     }
 
     private void commitJob(WriterCommitMessage[] messages) {
-        Map<String, String> sources = new HashMap<>();   // path in DIR -> path in DIR of its staged file
-        for (WriterCommitMessage m : messages) {
-            if (m == null) {
-                continue;
-            }
-            BfoDataWriter.Committed c = (BfoDataWriter.Committed) m;
-            if (!c.taskName.startsWith("task-") || c.taskName.contains("/")) {
-                throw new IllegalArgumentException("bfo write: bad task directory '" + c.taskName + "'");
-            }
-            for (String p : c.paths) {
-                if (sources.put(p, stagingName + "/" + c.taskName + "/" + p) != null) {
-                    throw new IllegalArgumentException("bfo write: duplicate path '" + p
-                            + "' in the DataFrame (each row must name a different file); nothing was written");
-                }
-            }
-        }
-        for (String p : sources.keySet()) {
-            // "a" and "a/b" cannot both be files
-            for (int k = p.indexOf('/'); k > 0; k = p.indexOf('/', k + 1)) {
-                if (sources.containsKey(p.substring(0, k))) {
-                    throw new IllegalArgumentException("bfo write: path '" + p.substring(0, k)
-                            + "' is both a file and a directory of '" + p + "'; nothing was written");
-                }
-            }
-        }
+        Map<String, String> sources = BfoCommittedFiles.publishPlan(messages, stagingName);
         try {
             if (tree == null) {
                 throw new IOException("bfo write: the job was not set up (no staging directory)");
@@ -140,10 +113,8 @@ final class BfoBatchWrite implements Write, BatchWrite {
                     }
                 }
             }
-            List<String> order = new ArrayList<>(sources.keySet());
-            order.sort(null);   // directory by directory
             String lastParent = null;
-            for (String p : order) {
+            for (String p : sources.keySet()) {   // sorted: directory by directory
                 int slash = p.lastIndexOf('/');
                 String parent = slash < 0 ? "" : p.substring(0, slash);
                 if (!parent.equals(lastParent)) {

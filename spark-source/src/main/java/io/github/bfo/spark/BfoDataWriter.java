@@ -9,9 +9,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
-import java.util.Set;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.write.DataWriter;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
@@ -36,25 +34,11 @@ final class BfoDataWriter implements DataWriter<InternalRow> {
     private final String taskName;
     private final Path taskDir;
     private final BfoOptions options;
-    private final int pathCol;
-    private final int contentCol;
-    private final Set<String> seen = new HashSet<>();
+    private final BfoWriteRows rows;
     private final List<String> written = new ArrayList<>();
     private final List<WriteEntry> buffer = new ArrayList<>();
     private long buffered;
     private BatchFileWriter writer;
-
-    /** What a committed task hands to the job commit. */
-    static final class Committed implements WriterCommitMessage {
-        private static final long serialVersionUID = 1L;
-        final String taskName;   // in the staging directory
-        final String[] paths;
-
-        Committed(String taskName, String[] paths) {
-            this.taskName = taskName;
-            this.paths = paths;
-        }
-    }
 
     BfoDataWriter(Path dir, String stagingName, String stagingKey, String taskName, BfoOptions options,
                   StructType schema) {
@@ -64,61 +48,18 @@ final class BfoDataWriter implements DataWriter<InternalRow> {
         this.taskName = taskName;
         this.taskDir = dir.resolve(stagingName).resolve(taskName);
         this.options = options;
-        this.pathCol = schema.fieldIndex(BfoTable.PATH);
-        this.contentCol = schema.fieldIndex(BfoTable.CONTENT);
+        this.rows = new BfoWriteRows(schema);
     }
 
     @Override
     public void write(InternalRow row) throws IOException {
-        if (row.isNullAt(pathCol)) {
-            throw new IllegalArgumentException("bfo write: a row has a null path");
-        }
-        String path = checkPath(row.getUTF8String(pathCol).toString());
-        if (row.isNullAt(contentCol)) {
-            throw new IllegalArgumentException("bfo write: the row for '" + path + "' has a null content");
-        }
-        if (!seen.add(path)) {
-            throw new IllegalArgumentException("bfo write: duplicate path '" + path
-                    + "' in the DataFrame (each row must name a different file); nothing was written");
-        }
-        byte[] content = row.getBinary(contentCol);
+        String path = rows.path(row);
+        byte[] content = rows.content(row);
         buffer.add(WriteEntry.file(path, content));
         buffered += content.length;
         if (buffered >= options.writeBatchBytes) {
             flush();
         }
-    }
-
-    /** The path, if it stays inside the output directory; a clear error otherwise. */
-    static String checkPath(String path) {
-        String why = null;
-        if (path.isEmpty()) {
-            why = "it is empty";
-        } else if (path.startsWith("/")) {
-            why = "it is absolute (paths are relative to the output directory)";
-        } else if (path.indexOf('\0') >= 0) {
-            why = "it contains a NUL character";
-        } else if (path.matches("^[A-Za-z][A-Za-z0-9+.-]*:.*") && path.contains(":/")) {
-            why = "it is a URI (paths are relative to the output directory)";
-        } else {
-            for (String c : path.split("/", -1)) {
-                if (c.equals("..")) {
-                    why = "it contains '..' (paths must stay inside the output directory)";
-                    break;
-                }
-                if (c.equals(".") || c.isEmpty()) {
-                    why = "it has an empty or '.' component";
-                    break;
-                }
-            }
-            if (why == null && (path.startsWith(BfoBatchWrite.STAGING_PREFIX) || path.startsWith(".bfo-journal"))) {
-                why = "the name is reserved for bfo's staging";
-            }
-        }
-        if (why != null) {
-            throw new IllegalArgumentException("bfo write: bad path '" + path + "': " + why);
-        }
-        return path;
     }
 
     private void flush() throws IOException {
@@ -148,7 +89,7 @@ final class BfoDataWriter implements DataWriter<InternalRow> {
         if (!written.isEmpty()) {
             checkStaging();
         }
-        return new Committed(taskName, written.toArray(new String[0]));
+        return new BfoCommittedFiles(taskName, written.toArray(new String[0]));
     }
 
     @Override
