@@ -1,9 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 package io.github.bfo.spark;
 
-import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
@@ -32,8 +29,9 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * The {@code bfo} data source: {@code spark.read.format("bfo")} is a drop-in
  * for binaryFile (and, with {@code format=text}, for text), reading each
  * input partition with one BFO batch read; {@code df.write.format("bfo")}
- * writes one file per row (columns path and content) through BFO batch
- * writes and Spark's commit protocol.
+ * writes one file per row (columns path and content) through Spark's commit
+ * protocol: BFO batch writes into a local directory, the Hadoop FileSystem
+ * API into a directory on any other file system ({@link BfoOutputDir}).
  *
  * <p>Reads are DataSource V2 ({@link BfoTable}). Writes come here as a V1
  * {@link CreatableRelationProvider} because DataFrameWriter only lets a V1
@@ -100,9 +98,9 @@ public final class BfoDataSource implements TableProvider, DataSourceRegister, C
             throw new IllegalArgumentException("bfo write: no path given: df.write.format(\"bfo\").save(\"/some/dir\")");
         }
         Dataset<Row> rows = checkedColumns(data);
-        Path target = BfoWriteProvider.localDir(dir, ((org.apache.spark.sql.classic.SparkSession) sqlContext
+        BfoOutputDir target = BfoOutputDir.of(dir, ((org.apache.spark.sql.classic.SparkSession) sqlContext
                 .sparkSession()).sessionState().newHadoopConfWithOptions(parameters));
-        boolean exists = Files.exists(target);
+        boolean exists = target.exists();
         switch (mode) {
             case ErrorIfExists -> {
                 if (exists) {
@@ -118,12 +116,8 @@ public final class BfoDataSource implements TableProvider, DataSourceRegister, C
             default -> {
             }
         }
-        try {
-            Files.createDirectories(target);
-        } catch (IOException e) {
-            throw new java.io.UncheckedIOException("bfo write: cannot create " + target + ": " + e, e);
-        }
-        options.put("path", new org.apache.hadoop.fs.Path(target.toUri()).toString());   // file:, qualified
+        target.create();
+        options.put("path", target.qualified());
         boolean done = false;
         try {
             rows.write().format(BfoWriteProvider.class.getName())
@@ -133,7 +127,7 @@ public final class BfoDataSource implements TableProvider, DataSourceRegister, C
         } finally {
             if (!done && !exists) {
                 // a failed job leaves nothing behind, not even the directory it made
-                BfoBatchWrite.deleteTree(target.getParent(), target.getFileName().toString());
+                target.remove();
             }
         }
         return new BfoRelation(sqlContext);

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 package io.github.bfo.spark;
 
-import java.nio.file.Path;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
 import org.apache.spark.sql.connector.write.SupportsTruncate;
 import org.apache.spark.sql.connector.write.Write;
@@ -9,12 +8,12 @@ import org.apache.spark.sql.connector.write.WriteBuilder;
 
 /** Append by default; truncate (save mode overwrite) replaces the directory's contents at job commit. */
 final class BfoWriteBuilder implements WriteBuilder, SupportsTruncate {
-    private final Path dir;
+    private final BfoOutputDir dir;
     private final BfoOptions options;
     private final LogicalWriteInfo info;
     private boolean truncate;
 
-    BfoWriteBuilder(Path dir, BfoOptions options, LogicalWriteInfo info) {
+    BfoWriteBuilder(BfoOutputDir dir, BfoOptions options, LogicalWriteInfo info) {
         this.dir = dir;
         this.options = options;
         this.info = info;
@@ -28,6 +27,6 @@ final class BfoWriteBuilder implements WriteBuilder, SupportsTruncate {
 
     @Override
     public Write build() {
-        return new BfoBatchWrite(dir, options, info, truncate);
+        return dir.newWrite(options, info, truncate);
     }
 }

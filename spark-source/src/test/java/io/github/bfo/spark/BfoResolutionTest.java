@@ -65,13 +65,27 @@ class BfoResolutionTest extends SparkTestBase {
     void schemelessWritePathGoesToTheDefaultFileSystemOrFails() throws Exception {
         Dataset<Row> out = spark.range(3).select(functions.concat(functions.lit("f"), functions.col("id"))
                 .as("path"), functions.col("id").cast("string").as("content"));
-        for (String fs : new String[] {FakeSchemeFileSystem.SCHEME + ":///", "hdfs://nonexistent:1"}) {
-            fakeDefaultFs();
+        // written through that file system (the Hadoop FileSystem route), where binaryFile reads the same path
+        fakeDefaultFs();
+        Path written = tmp.resolve("out-fakefs");
+        out.write().format("bfo").save(written.toString());
+        List<String> paths = rows(spark.read().format("binaryFile").load(written.toString()), "path");
+        assertEquals(List.of(FakeSchemeFileSystem.SCHEME + ":" + written + "/f0",
+                FakeSchemeFileSystem.SCHEME + ":" + written + "/f1", FakeSchemeFileSystem.SCHEME + ":" + written + "/f2"),
+                paths);
+        org.apache.hadoop.fs.Path f2 = new org.apache.hadoop.fs.Path(paths.get(2));
+        try (var in = f2.getFileSystem(((org.apache.spark.sql.classic.SparkSession) spark).sessionState()
+                .newHadoopConf()).open(f2)) {
+            assertEquals("2", new String(in.readAllBytes(), StandardCharsets.UTF_8));
+        }
+        // a file system that cannot be reached or is unknown: an error naming the qualified path
+        for (String fs : new String[] {"hdfs://nonexistent:1", "nosuchfs:///"}) {
             spark.conf().set("fs.defaultFS", fs);
             Path target = tmp.resolve("out-" + fs.charAt(0));
             Exception e = assertThrows(Exception.class, () -> out.write().format("bfo").save(target.toString()));
             String qualified = fs.replaceAll("/+$", "") + target;
-            assertTrue(rootMessage(e).contains("is " + qualified + " (fs.defaultFS=" + fs + ")"), rootMessage(e));
+            assertTrue(rootMessage(e).contains("cannot reach the output directory " + qualified + " (fs.defaultFS="
+                    + fs + ")"), rootMessage(e));
             assertFalse(Files.exists(target), "nothing written to the local disk");
         }
         localDefaultFs();
@@ -92,6 +106,20 @@ class BfoResolutionTest extends SparkTestBase {
             Path abs = Path.of(System.getProperty("user.dir")).resolve(relative);
             BfoBatchWrite.deleteTree(abs.getParent(), abs.getFileName().toString());
         }
+    }
+
+    @Test
+    void theWritesHadoopOptionsReachItsTasks() throws Exception {
+        // a file system named only in this write's options and made afresh from the configuration at each use
+        // (never cached), so a task without the write's configuration could not write to it
+        String scheme = "bfooptionsfs";
+        Path target = tmp.resolve("out-options");
+        spark.range(3).selectExpr("concat('f', id) AS path", "cast(id AS string) AS content").write().format("bfo")
+                .option("fs." + scheme + ".impl", FakeSchemeFileSystem.class.getName())
+                .option("fs." + scheme + ".impl.disable.cache", "true")
+                .save(scheme + "://" + target);
+        assertEquals("1", Files.readString(target.resolve("f1")));   // the fake scheme is the local disk
+        assertEquals(List.of("f0", "f1", "f2"), BfoWriteSymlinkTest.names(target));
     }
 
     @Test

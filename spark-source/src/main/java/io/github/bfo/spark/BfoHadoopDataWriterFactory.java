@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+package io.github.bfo.spark;
+
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.connector.write.DataWriter;
+import org.apache.spark.sql.connector.write.DataWriterFactory;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.util.SerializableConfiguration;
+
+/**
+ * Ships the output directory, the staging directory's name, the options and
+ * the session's Hadoop configuration (the file system's settings and
+ * credentials, as Spark's file writers ship it) to the executors; one
+ * writer per task attempt.
+ */
+final class BfoHadoopDataWriterFactory implements DataWriterFactory {
+    private static final long serialVersionUID = 1L;
+
+    private final String dir;
+    private final String stagingName;
+    private final SerializableConfiguration conf;
+    private final BfoOptions options;
+    private final StructType schema;
+
+    BfoHadoopDataWriterFactory(String dir, String stagingName, SerializableConfiguration conf, BfoOptions options,
+                               StructType schema) {
+        this.dir = dir;
+        this.stagingName = stagingName;
+        this.conf = conf;
+        this.options = options;
+        this.schema = schema;
+    }
+
+    @Override
+    public DataWriter<InternalRow> createWriter(int partitionId, long taskId) {
+        return new BfoHadoopDataWriter(new Path(dir), stagingName, "task-" + partitionId + "-" + taskId,
+                conf.value(), options, schema);
+    }
+}
