@@ -11,7 +11,10 @@ import java.util.Map;
 import java.util.Set;
 import java.util.SortedMap;
 import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileContext;
 import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Options;
+import org.apache.hadoop.fs.UnsupportedFileSystemException;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.permission.FsPermission;
 import org.apache.spark.sql.connector.write.BatchWrite;
@@ -39,8 +42,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p>The FileSystem API has no descriptor-relative calls, so there is no
  * equivalent of the local writer's guard against symbolic links; instead
- * nothing is replaced: tasks create with overwrite=false, and a rename onto
- * a name that appeared after the check fails the job.
+ * nothing is replaced: tasks create with overwrite=false, and files are
+ * published with FileContext's rename without overwrite, which fails the
+ * job when anything (a file, or a directory the file would land inside)
+ * appeared at the name after the check.
  */
 final class BfoHadoopBatchWrite implements Write, BatchWrite {
     private static final Logger LOG = LoggerFactory.getLogger(BfoHadoopBatchWrite.class);
@@ -131,6 +136,7 @@ final class BfoHadoopBatchWrite implements Write, BatchWrite {
             } else {
                 checkFree(fs, sources.keySet());
             }
+            FileContext fc = fileContext(fs);
             Set<String> made = new HashSet<>();
             for (Map.Entry<String, String> e : sources.entrySet()) {
                 String p = e.getKey();
@@ -147,16 +153,41 @@ final class BfoHadoopBatchWrite implements Write, BatchWrite {
                 }
                 Path src = child(e.getValue());
                 Path dst = child(p);
-                // false, not an exception, is how HDFS and others refuse a rename (e.g. onto an existing file)
-                if (!fs.rename(src, dst)) {
-                    throw new IOException("cannot rename " + src + " to " + dst + " (did " + dst + " appear?)");
-                }
+                renameNoReplace(fs, fc, src, dst);
             }
         } catch (IOException e) {
             throw new UncheckedIOException("bfo write: job commit failed: " + e, e);
         }
         deleteStaging();
         LOG.info("bfo write: published {} files in {}", sources.size(), dir);
+    }
+
+    /**
+     * dir's file system as a FileContext, whose rename can refuse to replace (HDFS: in the NameNode, atomically,
+     * also when a directory has appeared at the name: FileSystem.rename would move the file into it); null
+     * where the scheme has no FileContext binding.
+     */
+    private FileContext fileContext(FileSystem fs) {
+        try {
+            return FileContext.getFileContext(fs.getUri(), fs.getConf());
+        } catch (UnsupportedFileSystemException e) {
+            return null;
+        }
+    }
+
+    /** Publishes src as dst, never replacing or entering anything that is at dst. */
+    private static void renameNoReplace(FileSystem fs, FileContext fc, Path src, Path dst) throws IOException {
+        if (fc != null) {
+            fc.rename(src, dst, Options.Rename.NONE);   // FileAlreadyExistsException when dst is there
+            return;
+        }
+        if (fs.exists(dst)) {
+            throw new org.apache.hadoop.fs.FileAlreadyExistsException("bfo write: " + dst + " appeared during the job");
+        }
+        // false, not an exception, is how HDFS and others refuse a rename (e.g. onto an existing file)
+        if (!fs.rename(src, dst)) {
+            throw new IOException("cannot rename " + src + " to " + dst + " (did " + dst + " appear?)");
+        }
     }
 
     private void clearExceptStaging(FileSystem fs) throws IOException {
