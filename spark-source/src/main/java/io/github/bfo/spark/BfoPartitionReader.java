@@ -347,7 +347,8 @@ final class BfoPartitionReader implements PartitionReader<InternalRow> {
             BfoReadMetrics.task(BfoReadMetrics.DATA_BYTES, dataBytes),
             BfoReadMetrics.task(BfoReadMetrics.METADATA_ONLY_FILES, metadataOnlyFiles),
             BfoReadMetrics.task(BfoReadMetrics.SKIPPED_FILES, skipped),
-            BfoReadMetrics.task(BfoReadMetrics.BATCHES, batches)};
+            BfoReadMetrics.task(BfoReadMetrics.BATCHES, batches),
+            BfoReadMetrics.task(BfoReadMetrics.NATIVE_BATCHES, reader != null && reader.isNative() ? batches : 0)};
     }
 
     @Override

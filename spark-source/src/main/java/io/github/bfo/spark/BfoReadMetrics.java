@@ -15,13 +15,14 @@ public final class BfoReadMetrics {
     static final String METADATA_ONLY_FILES = "bfoMetadataOnlyFiles";
     static final String SKIPPED_FILES = "bfoSkippedFiles";
     static final String BATCHES = "bfoBatches";
+    static final String NATIVE_BATCHES = "bfoNativeBatches";
 
     private BfoReadMetrics() {
     }
 
     static CustomMetric[] supported() {
         return new CustomMetric[] {new Files(), new DataBytes(), new MetadataOnlyFiles(), new SkippedFiles(),
-            new Batches()};
+            new Batches(), new NativeBatches()};
     }
 
     static CustomTaskMetric task(String name, long value) {
@@ -86,6 +87,17 @@ public final class BfoReadMetrics {
     public static final class Batches extends Sum {
         public Batches() {
             super(BATCHES, "BFO batch reads");
+        }
+    }
+
+    /**
+     * Where libbfo could not load (or engine=java), an executor falls back to
+     * the pure-Java engine and says so only in its own log; this sum, short of
+     * bfoBatches, shows the driver and the SQL UI that it happened.
+     */
+    public static final class NativeBatches extends Sum {
+        public NativeBatches() {
+            super(NATIVE_BATCHES, "BFO batch reads on libbfo (the rest ran on the pure-Java engine)");
         }
     }
 }

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.github.bfo.Bfo;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -104,6 +105,9 @@ class BfoReadTest extends SparkTestBase {
     void javaEngineGivesTheSameRows() {
         Dataset<Row> b = spark.read().format("bfo").option("engine", "java").load(flat.toString());
         assertSameRows(binaryFile(flat), b);
+        BatchScanExec scan = bfoScan(b);
+        assertTrue(metric(scan, BfoReadMetrics.BATCHES) > 0);
+        assertEquals(0, metric(scan, BfoReadMetrics.NATIVE_BATCHES), "batches on libbfo with engine=java");
     }
 
     @Test
@@ -250,6 +254,9 @@ class BfoReadTest extends SparkTestBase {
         BatchScanExec fs = bfoScan(full);
         assertEquals(totalBytes, metric(fs, BfoReadMetrics.DATA_BYTES));
         assertEquals(0, metric(fs, BfoReadMetrics.METADATA_ONLY_FILES));
+        assertTrue(metric(fs, BfoReadMetrics.BATCHES) > 0);
+        assertEquals(Bfo.isNativeAvailable() ? metric(fs, BfoReadMetrics.BATCHES) : 0,
+                metric(fs, BfoReadMetrics.NATIVE_BATCHES), "batches on libbfo");
         assertEquals(bfo(flat).count(), binaryFile(flat).count());
     }
 
