@@ -43,12 +43,14 @@ JVM_FLAGS = ["-XX:+IgnoreUnrecognizedVMOptions"] + [
     "-Djdk.reflect.useDirectMethodHandle=false", "-Dio.netty.tryReflectionSetAccessible=true"]
 
 # (query, method, where) run, in order; and the comparisons reported. where: "local" (the set on its file
-# system) or "hdfs" (the set copied into an HDFS in the query's JVM: S1Bench -Dbfo.s1.hdfs)
+# system), "hdfs" (the set copied into an HDFS in the query's JVM: S1Bench -Dbfo.s1.hdfs) or "cluster"
+# (local-cluster[2,1,1024]: two executors in JVMs of their own, Spark's jars from a Spark home made here,
+# bfo from the bundle jar through spark.jars, as a user runs it)
 RUNS = [("count", "bfo", "local"), ("count", "binaryFile", "local"), ("sumlen", "bfo", "local"),
         ("sumlen", "binaryFile", "local"), ("metalen", "bfo", "local"), ("metalen", "binaryFile", "local"),
         ("wordcount", "bfo", "local"), ("wordcount", "text", "local"),
         ("sumlen", "bfo", "hdfs"), ("sumlen", "binaryFile", "hdfs"), ("metalen", "bfo", "hdfs"),
-        ("metalen", "binaryFile", "hdfs")]
+        ("metalen", "binaryFile", "hdfs"), ("sumlen", "bfo", "cluster"), ("sumlen", "binaryFile", "cluster")]
 COMPARE = [
     ("count()", ("count", "bfo", "local"), ("count", "binaryFile", "local"), None),
     ("sum(length(content))", ("sumlen", "bfo", "local"), ("sumlen", "binaryFile", "local"), 3.0),
@@ -56,7 +58,36 @@ COMPARE = [
     ("word count", ("wordcount", "bfo", "local"), ("wordcount", "text", "local"), 1.5),
     ("HDFS: sum(length(content))", ("sumlen", "bfo", "hdfs"), ("sumlen", "binaryFile", "hdfs"), 2.0),
     ("HDFS: metadata only", ("metalen", "bfo", "hdfs"), ("metalen", "binaryFile", "hdfs"), None),
+    ("executor JVMs: sum(length(content))", ("sumlen", "bfo", "cluster"), ("sumlen", "binaryFile", "cluster"),
+     None),
 ]
+CLUSTER_MASTER = "local-cluster[2,1,1024]"
+
+
+def spark_home(workdir):
+    """A Spark home for local-cluster executors: jars/ links Spark's own jars (spark-source's provided
+    dependencies, no bfo, no JNA); returns (home, the bundle jar users add with spark.jars)."""
+    home = Path(workdir) / "s1-spark-home"
+    listing = Path(workdir) / "s1-spark-provided.txt"
+    log = Path(workdir) / "spark-s1-build.log"
+    with open(log, "a") as lf:
+        for cmd in (["mvn", "-B", "-q", "-o", "-pl", "spark-source", "dependency:build-classpath",
+                     f"-Dmdep.outputFile={listing}", "-Dmdep.includeScope=provided"],
+                    ["mvn", "-B", "-q", "-o", "-pl", "spark-source,spark-bundle", "package", "-DskipTests",
+                     "-DskipITs"]):
+            r = util.run(cmd, capture=False, stdout=lf, stderr=lf, cwd=native.REPO, timeout=3600)
+            if not r.ok:
+                raise RuntimeError(f"S1 cluster rows: {' '.join(cmd)} failed (see {log})")
+    bundles = sorted((native.REPO / "spark-bundle" / "target").glob("bfo-spark-*.jar"))
+    bundles = [b for b in bundles if not b.name.endswith(("-sources.jar", "-tests.jar"))]
+    if not bundles:
+        raise RuntimeError("S1 cluster rows: no spark-bundle/target/bfo-spark-*.jar")
+    util.run(["rm", "-rf", str(home)])
+    (home / "jars").mkdir(parents=True)
+    for jar in listing.read_text().strip().split(":"):
+        if jar:
+            (home / "jars" / Path(jar).name).symlink_to(jar)
+    return home, bundles[0]
 
 
 def classpath(workdir, rebuild=False):
@@ -79,17 +110,25 @@ def classpath(workdir, rebuild=False):
     return f"{target / 'test-classes'}:{target / 'classes'}:{cp_file.read_text().strip()}"
 
 
-def run_one(cp, set_dir, probe_dir, method, query, *, root, conf, heap, timeout, hdfs=None):
+def run_one(cp, set_dir, probe_dir, method, query, *, root, conf, heap, timeout, hdfs=None, cluster=None):
     cmd = [util.which("java"), f"-Xmx{heap}", *JVM_FLAGS, "-cp", cp]
+    env = None
     if hdfs:
         cmd.append(f"-Dbfo.s1.hdfs={hdfs}")
+    if cluster:
+        home, bundle = cluster
+        cmd += [f"-Dspark.master={CLUSTER_MASTER}", f"-Dspark.jars={bundle}"]
+        # what bin/load-spark-env.sh gives a Spark installation's processes; nothing else on executors' path
+        env = {k: v for k, v in os.environ.items() if k not in (
+            "SPARK_CLASSPATH", "SPARK_DIST_CLASSPATH", "SPARK_CONF_DIR", "HADOOP_CONF_DIR", "SPARK_TESTING")}
+        env.update(SPARK_HOME=str(home), SPARK_SCALA_VERSION="2.13", SPARK_LOCAL_IP="127.0.0.1")
     for c in conf:
         cmd.append(f"-D{c}")
     cmd += [MAIN, str(set_dir), str(probe_dir), method, query]
     util.debug(" ".join(cmd))
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
+                         start_new_session=True, env=env)
     try:
         line = p.stdout.readline()
         while line and line.strip() != "READY":
@@ -125,11 +164,13 @@ def run_s1(*, files, conf, heap, workdir, keep, root, timeout, results, md, outd
         info = dict(info, scenario="s1", conf=conf, runs={})
         results["sets"]["s1-4k"] = info
         hdfs = Path(workdir) / "s1-hdfs"   # loaded by the first HDFS run, from this set
+        cluster = spark_home(workdir)
         util.run(["rm", "-rf", str(hdfs)])
         for query, method, where in RUNS:
             util.log(f"S1 {query} with {method} on {where} ({cache} cache)")
             r = run_one(cp, ws.set_dir, ws.probe_dir, method, query, root=root, conf=conf, heap=heap,
-                        timeout=timeout, hdfs=hdfs if where == "hdfs" else None)
+                        timeout=timeout, hdfs=hdfs if where == "hdfs" else None,
+                        cluster=cluster if where == "cluster" else None)
             info["runs"][f"{query}/{method}/{where}"] = r
             util.log(f"  -> {r.get('seconds', 0):.2f}s in-JVM, {r.get('partitions')} partitions: "
                      f"{r.get('result') or r.get('error')}")

@@ -50,6 +50,7 @@ class BfoHdfsWriteTest extends SparkTestBase {
     @BeforeAll
     static void startDfs() throws Exception {
         dfs = new MiniDfs(1, 1);
+        MiniDfs.CLIENT.forEach(spark.sparkContext().hadoopConfiguration()::set);   // the tasks' clients
         fs = dfs.fs();
     }
 
