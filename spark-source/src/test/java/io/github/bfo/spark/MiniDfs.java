@@ -81,7 +81,9 @@ final class MiniDfs implements AutoCloseable {
     @Override
     public void close() throws IOException {
         if (!temporary) {
-            cluster.shutdown();
+            // not shutdown(): even without deleting, it marks base to be deleted when the JVM exits
+            cluster.shutdownDataNodes();
+            cluster.shutdownNameNodes();
             return;
         }
         try {
