@@ -13,7 +13,9 @@ import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.Options;
 import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.util.functional.FutureIO;
 
 /**
  * The files of one partition that live on Hadoop file systems other than
@@ -117,6 +119,20 @@ final class BfoHadoopReads implements AutoCloseable {
         }
     }
 
+    /**
+     * File i opened for reading whole: the listed length and the whole-file read policy are passed on, so an
+     * object store (s3a, abfs, gs) skips its status request and reads without range guessing; file systems
+     * that know neither option ignore them.
+     */
+    private FSDataInputStream open(int i) throws IOException {
+        Path p = new Path(part.path(i));
+        return FutureIO.awaitFuture(p.getFileSystem(conf).openFile(p)
+                .optLong(Options.OpenFileOptions.FS_OPTION_OPENFILE_LENGTH, part.lengths[i])
+                .opt(Options.OpenFileOptions.FS_OPTION_OPENFILE_READ_POLICY,
+                        Options.OpenFileOptions.FS_OPTION_OPENFILE_READ_POLICY_WHOLE_FILE)
+                .build());
+    }
+
     private static BfoPiece take(Future<BfoPiece> f) throws IOException {
         try {
             return f.get();
@@ -130,8 +146,7 @@ final class BfoHadoopReads implements AutoCloseable {
 
     /** File i whole, or its failure (a failure is the file's, not the read's: the caller decides). */
     private BfoPiece readWhole(int i) {
-        Path p = new Path(part.path(i));
-        try (FSDataInputStream in = p.getFileSystem(conf).open(p)) {
+        try (FSDataInputStream in = open(i)) {
             byte[] b = readAll(in, (int) part.lengths[i], largeFile);
             return new Whole(i, null, b.length, part.modificationTimes[i], b);
         } catch (IOException e) {
@@ -204,8 +219,7 @@ final class BfoHadoopReads implements AutoCloseable {
         BfoPiece next() {
             try {
                 if (in == null) {
-                    Path p = new Path(part.path(file));
-                    in = p.getFileSystem(conf).open(p);
+                    in = open(file);
                 }
                 byte[] b = new byte[(int) Math.min(largeFile, Math.max(0, size - offset) + 1)];
                 int n = in.readNBytes(b, 0, b.length);
