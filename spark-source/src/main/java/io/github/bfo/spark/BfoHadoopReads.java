@@ -43,7 +43,6 @@ final class BfoHadoopReads implements AutoCloseable {
     private final long windowBytes;
     private final int largeFile;
     private final ArrayDeque<Future<BfoPiece>> ahead = new ArrayDeque<>();
-    private final ArrayDeque<Long> aheadBytes = new ArrayDeque<>();
     private ThreadPoolExecutor pool;    // made when the first file is read ahead
     private int next;                   // files[next] is the next to start
     private int delivered;              // files[delivered] is the next to hand out
@@ -89,8 +88,7 @@ final class BfoHadoopReads implements AutoCloseable {
             return next();
         }
         BfoPiece p = take(ahead.poll());
-        bytesAhead -= aheadBytes.poll();
-        delivered++;
+        bytesAhead -= part.lengths[files[delivered++]];   // ahead holds files[delivered, next), in order
         fill();
         return p;
     }
@@ -113,7 +111,6 @@ final class BfoHadoopReads implements AutoCloseable {
                 pool.allowCoreThreadTimeOut(true);
             }
             ahead.add(pool.submit(() -> readWhole(i)));
-            aheadBytes.add(len);
             bytesAhead += len;
             next++;
         }
