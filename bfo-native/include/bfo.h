@@ -367,9 +367,15 @@ enum bfo_wengine {
 	 * durable, then shared into each file with FICLONERANGE (XFS with
 	 * reflink, btrfs); the stem is removed after the batch */
 	BFO_WENGINE_STEM = 1,
-	/* files created and written directory by directory, on worker
-	 * threads or io_uring chains; one syncfs for the batch */
+	/* files created and written directory by directory on worker
+	 * threads; one syncfs for the batch */
 	BFO_WENGINE_BATCHED = 2,
+	/* the batched engine's plan, each whole file submitted as one io_uring
+	 * open/write/close chain instead of on worker threads (io-wq capped at
+	 * 8 workers; files in pieces and directories still go to the threads).
+	 * Like the read engines, which is faster depends on the kernel and the
+	 * file system; -EOPNOTSUPP at open where io_uring is unavailable. */
+	BFO_WENGINE_URING = 3,
 };
 
 enum bfo_durability {
@@ -389,7 +395,7 @@ enum bfo_durability {
 /* bfo_write_opts.flags */
 #define BFO_WRITE_REPLACE        (1u << 0) /* an existing target is replaced (atomically) */
 #define BFO_WRITE_STOP_ON_ERROR  (1u << 1) /* the rest of a batch fails with -ECANCELED */
-#define BFO_WRITE_URING          (1u << 2) /* batched: io_uring chains, not threads */
+/* (1u << 2) was BFO_WRITE_URING, now BFO_WENGINE_URING; reserved */
 
 struct bfo_write_opts {
 	uint32_t size;          /* sizeof(struct bfo_write_opts) as the caller knows it */

@@ -72,6 +72,7 @@ struct bfo_writer {
 	char lockname[64];
 	struct bfo_write_opts o;
 	uint32_t engine;            /* resolved: STEM or BATCHED */
+	bool uring;                 /* BATCHED with whole files as io_uring chains */
 	uint32_t blksz;
 	bool is_root;
 	struct pool pool;
@@ -128,6 +129,7 @@ BFO_API const char *bfo_wengine_name(int engine)
 	case BFO_WENGINE_AUTO: return "auto";
 	case BFO_WENGINE_STEM: return "stem";
 	case BFO_WENGINE_BATCHED: return "batched";
+	case BFO_WENGINE_URING: return "uring";
 	}
 	return "?";
 }
@@ -586,6 +588,19 @@ static void run_tasks_wait(struct bfo_writer *w)
 
 /* Whole regular files through io_uring, a wave of directories at a time so
  * the directory descriptors held stay bounded. */
+/* Asked for by name, the io_uring engine fails at open where the kernel
+ * or a seccomp policy refuses io_uring, as the stem engine does where
+ * blocks cannot be shared, rather than failing every file. */
+static bool uring_usable(void)
+{
+	struct io_uring ring;
+
+	if (io_uring_queue_init(2, &ring, 0) < 0)
+		return false;
+	io_uring_queue_exit(&ring);
+	return true;
+}
+
 static void data_uring(struct wbatch *b, uint32_t gfirst, uint32_t gend, struct wtask *tasks)
 {
 	struct bfo_writer *w = b->w;
@@ -985,7 +1000,7 @@ BFO_API int bfo_writer_write(struct bfo_writer *w, struct bfo_wentry *e, unsigne
 		int v = validate(w, &e[i]);
 
 		e[i].status = v < 0 ? v : 0;
-		e[i].engine = (uint16_t)w->engine;
+		e[i].engine = (uint16_t)w->st.engine;
 		if (b.stem_off)
 			b.stem_off[i] = UINT64_MAX;
 		if (v < 0)
@@ -1150,7 +1165,7 @@ BFO_API int bfo_writer_write(struct bfo_writer *w, struct bfo_wentry *e, unsigne
 		}
 		cur->count++;
 	}
-	if ((w->o.flags & BFO_WRITE_URING) && w->engine == BFO_WENGINE_BATCHED) {
+	if (w->uring) {
 		/* Whole files go through io_uring; the pool takes the rest. */
 		data_uring(&b, 0, ntasks, tasks);
 		for (uint32_t k = 0; k < nordered; k++) {
@@ -1350,9 +1365,9 @@ static int opts_take(struct bfo_write_opts *out, const struct bfo_write_opts *in
 	for (size_t i = 0; i < sizeof(out->reserved) / sizeof(out->reserved[0]); i++)
 		if (out->reserved[i])
 			return -EINVAL;
-	if (out->flags & ~(BFO_WRITE_REPLACE | BFO_WRITE_STOP_ON_ERROR | BFO_WRITE_URING))
+	if (out->flags & ~(BFO_WRITE_REPLACE | BFO_WRITE_STOP_ON_ERROR))
 		return -EINVAL;
-	if (out->engine > BFO_WENGINE_BATCHED || out->durability > BFO_DURABILITY_CLOSE ||
+	if (out->engine > BFO_WENGINE_URING || out->durability > BFO_DURABILITY_CLOSE ||
 	    out->threads > 256 || out->queue_depth > 4096)
 		return -EINVAL;
 	if (!out->threads)
@@ -1443,15 +1458,26 @@ BFO_API int bfo_writer_open(struct bfo_writer **out, const char *root, const str
 	journal_recover(w->rootfd, w->jfd, &rs);
 	w->blksz = fstatvfs(w->rootfd, &sv) == 0 && sv.f_bsize >= 512 && sv.f_bsize <= (1u << 20) ?
 		   (uint32_t)sv.f_bsize : 4096;
-	if (w->o.engine != BFO_WENGINE_BATCHED && probe_clone(w)) {
-		w->engine = BFO_WENGINE_STEM;
-	} else if (w->o.engine == BFO_WENGINE_STEM) {
-		ret = -EOPNOTSUPP;
-		goto fail;
+	if (w->o.engine == BFO_WENGINE_AUTO || w->o.engine == BFO_WENGINE_STEM) {
+		if (probe_clone(w)) {
+			w->engine = BFO_WENGINE_STEM;
+		} else if (w->o.engine == BFO_WENGINE_STEM) {
+			ret = -EOPNOTSUPP;
+			goto fail;
+		} else {
+			w->engine = BFO_WENGINE_BATCHED;
+		}
 	} else {
 		w->engine = BFO_WENGINE_BATCHED;
+		w->uring = w->o.engine == BFO_WENGINE_URING;
+		if (w->uring && !uring_usable()) {
+			ret = -EOPNOTSUPP;
+			goto fail;
+		}
 	}
-	w->st.engine = w->engine;
+	/* The manifest records STEM or BATCHED (what recovery needs); the
+	 * stats name the engine that ran. */
+	w->st.engine = w->uring ? BFO_WENGINE_URING : w->engine;
 	ret = pool_start(&w->pool, w->o.threads);
 	if (ret)
 		goto fail;

@@ -18,7 +18,7 @@
  *    owner, mtime/atime ns, bytes, targets, rdev, xattrs, hard-link groups
  *    and counts, the top directory's own metadata), exit 0, nothing on
  *    stderr, no .bfo-tmp.* or .bfo-journal left; the same with
- *    --durability none, batch and each, with --uring, and onto a loop XFS
+ *    --durability none, batch and each, with --write-engine uring, and onto a loop XFS
  *    (the stem engine).
  *  - cp's destination rules: DST an existing directory -> DST/basename(SRC);
  *    one file SRC -> the file DST; one file into a directory; several
@@ -287,7 +287,7 @@ static void scenario_archive(void *arg)
 	struct tw_run r;
 	static const char *variants[][4] = {
 		{ NULL }, { "--durability", "none", NULL }, { "--durability", "batch", NULL },
-		{ "--durability", "each", NULL }, { "--uring", NULL },
+		{ "--durability", "each", NULL }, { "--write-engine", "uring", NULL },
 	};
 
 	for (size_t k = 0; k < sizeof(variants) / sizeof(variants[0]); k++) {

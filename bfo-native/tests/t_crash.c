@@ -6,7 +6,7 @@
  * engine), a stream of about 2,000 files (0 bytes to 512 KiB, one of
  * 20 MiB that is written in pieces, symbolic links, directories) is written
  * with `bfo write --batch-files 300 --batch-bytes 4M` (several batches per
- * run), `bfo write --uring`, or copied from a plain tree with `bfo cp -a`.
+ * run), `bfo write --write-engine uring`, or copied from a plain tree with `bfo cp -a`.
  * Each destination already holds files of its own: some elsewhere, some at
  * paths the stream also writes (the writer must refuse those, -EEXIST).
  * First one run to the end (everything written, exit 1 naming exactly the
@@ -69,7 +69,7 @@ static uint64_t now_ns(void)
 /* ------------------------------------------------------------ runs */
 
 enum mode { M_WRITE, M_URING, M_CP };
-static const char *mode_name[] = { "bfo write", "bfo write --uring", "bfo cp -a" };
+static const char *mode_name[] = { "bfo write", "bfo write --write-engine uring", "bfo cp -a" };
 
 static pid_t start(enum mode m, const char *dir, const char *log)
 {
@@ -83,7 +83,7 @@ static pid_t start(enum mode m, const char *dir, const char *log)
 	}
 	snprintf(dst, sizeof(dst), "%s", dir);
 	if (m == M_URING) {
-		char *argv[] = { BFO_CLI, "write", "--batch-files", "300", "--batch-bytes", "4M", "--uring",
+		char *argv[] = { BFO_CLI, "write", "--batch-files", "300", "--batch-bytes", "4M", "--write-engine", "uring",
 				 dst, NULL };
 
 		return tw_spawn(argv, (char *)tw_input_stream(in), log);

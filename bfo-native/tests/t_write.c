@@ -4,7 +4,7 @@
  * plain path.
  *
  * For every engine the machine allows -- batched on worker threads,
- * batched with BFO_WRITE_URING (both on the test directory's file system
+ * BFO_WENGINE_URING (both on the test directory's file system
  * and on a loop-mounted XFS), stem on a loop-mounted XFS with reflink --
  * and every durability (none, batch, each):
  *  - "types": two batches holding every entry type (FILE with data, empty
@@ -818,7 +818,7 @@ static void scenario_stop(void *arg)
 	int canceled = 0, written = 0;
 	/* io_uring chains already in flight when the failure completes may
 	 * still finish: queue_depth of them are allowed through */
-	int strict_from = (c->flags & BFO_WRITE_URING) ? 11 + (int)o.queue_depth : 11;
+	int strict_from = (c->engine == BFO_WENGINE_URING) ? 11 + (int)o.queue_depth : 11;
 
 	T_ASSERT(e[10].status == -EEXIST, "[%s] the failing entry: %d", what, e[10].status);
 	T_ASSERT(tw_file_check(rfd, "s/f010", "pre-existing", 12, why, sizeof(why)) == 0,
@@ -1135,16 +1135,16 @@ int main(void)
 		cfgs[k] = (struct cfg){ names[k], tmp, BFO_WENGINE_BATCHED, 0, durs[d], BFO_WENGINE_BATCHED };
 		k = ncfg++;
 		snprintf(names[k], 64, "batched-uring/%s/%s", tw_fstype(tmp), dnames[d]);
-		cfgs[k] = (struct cfg){ names[k], tmp, BFO_WENGINE_BATCHED, BFO_WRITE_URING, durs[d],
-					BFO_WENGINE_BATCHED };
+		cfgs[k] = (struct cfg){ names[k], tmp, BFO_WENGINE_URING, 0, durs[d],
+					BFO_WENGINE_URING };
 		if (xfs) {
 			k = ncfg++;
 			snprintf(names[k], 64, "stem/xfs/%s", dnames[d]);
 			cfgs[k] = (struct cfg){ names[k], xfs, BFO_WENGINE_STEM, 0, durs[d], BFO_WENGINE_STEM };
 			k = ncfg++;
 			snprintf(names[k], 64, "batched-uring/xfs/%s", dnames[d]);
-			cfgs[k] = (struct cfg){ names[k], xfs, BFO_WENGINE_BATCHED, BFO_WRITE_URING, durs[d],
-						BFO_WENGINE_BATCHED };
+			cfgs[k] = (struct cfg){ names[k], xfs, BFO_WENGINE_URING, 0, durs[d],
+						BFO_WENGINE_URING };
 		}
 	}
 	/* AUTO picks stem where blocks can be shared, batched elsewhere */

@@ -105,6 +105,9 @@ static void scenario_api(void *arg)
 	o = (struct bfo_write_opts){ .size = sizeof(o), .flags = 1u << 20 };
 	r = bfo_writer_open(&w, root, &o);
 	TW_CHECK(r == -EINVAL, "unknown flag: %d", r);
+	o = (struct bfo_write_opts){ .size = sizeof(o), .flags = 1u << 2 };
+	r = bfo_writer_open(&w, root, &o);
+	TW_CHECK(r == -EINVAL, "the reserved flag that was BFO_WRITE_URING: %d", r);
 	o = (struct bfo_write_opts){ .size = sizeof(o), .reserved = { 1 } };
 	r = bfo_writer_open(&w, root, &o);
 	TW_CHECK(r == -EINVAL, "reserved field set: %d", r);
@@ -152,7 +155,8 @@ static void scenario_api(void *arg)
 	TW_CHECK(r == -ENOENT, "recover of a missing directory: %d", r);
 	TW_CHECK(!strcmp(bfo_wengine_name(BFO_WENGINE_STEM), "stem") &&
 		 !strcmp(bfo_wengine_name(BFO_WENGINE_BATCHED), "batched") &&
-		 !strcmp(bfo_wengine_name(BFO_WENGINE_AUTO), "auto") && !strcmp(bfo_wengine_name(99), "?"),
+		 !strcmp(bfo_wengine_name(BFO_WENGINE_AUTO), "auto") &&
+		 !strcmp(bfo_wengine_name(BFO_WENGINE_URING), "uring") && !strcmp(bfo_wengine_name(99), "?"),
 		 "bfo_wengine_name");
 
 	/* -EACCES as an unprivileged user */
@@ -297,7 +301,7 @@ static void scenario_names(void *arg)
 
 static void scenario_symlinks(void *arg)
 {
-	const struct { const char *dir; uint32_t flags; } *c = arg;
+	const struct { const char *dir; uint32_t engine; } *c = arg;
 	char *base = t_mkdtemp_in(c->dir);
 	char *root = t_path(base, "dst"), *outside = t_path(base, "outside");
 	char msg[4096];
@@ -317,7 +321,7 @@ static void scenario_symlinks(void *arg)
 	struct stat out_st;
 
 	T_ASSERT(stat(outside, &out_st) == 0, "stat");
-	struct bfo_writer *w = wopen(root, 0, c->flags, BFO_DURABILITY_BATCH);
+	struct bfo_writer *w = wopen(root, c->engine, 0, BFO_DURABILITY_BATCH);
 	static const char *parents[] = { "out", "in", "dot", "up", "realdir/deep", "out/sub", "in/sub" };
 	struct bfo_wentry e[128];
 	char paths[128][64], srcs[16][64];
@@ -390,7 +394,7 @@ static void scenario_symlinks(void *arg)
 	free(outside);
 	free(base);
 	t_log("symlinks%s: %zu entries through planted symlinks refused (-ELOOP), %zu onto them "
-	      "(-EEXIST), nothing outside touched", c->flags ? " (uring)" : "", nloop, nlast - nloop);
+	      "(-EEXIST), nothing outside touched", c->engine == BFO_WENGINE_URING ? " (uring)" : "", nloop, nlast - nloop);
 	tw_checks_end();
 }
 
@@ -562,7 +566,7 @@ static void scenario_empty(void *arg)
 {
 	const char *dir = arg;
 	static const uint32_t engines[][2] = { { BFO_WENGINE_BATCHED, 0 },
-					       { BFO_WENGINE_BATCHED, BFO_WRITE_URING },
+					       { BFO_WENGINE_URING, 0 },
 					       { BFO_WENGINE_AUTO, 0 } };
 
 	for (int k = 0; k < 3; k++) {
@@ -935,11 +939,11 @@ int main(void)
 
 	t_subtest("api", 60, scenario_api, (void *)tmp);
 	t_subtest("names", 60, scenario_names, (void *)tmp);
-	static struct { const char *dir; uint32_t flags; } sl[2];
+	static struct { const char *dir; uint32_t engine; } sl[2];
 
 	sl[0].dir = tmp;
 	sl[1].dir = tmp;
-	sl[1].flags = BFO_WRITE_URING;
+	sl[1].engine = BFO_WENGINE_URING;
 	t_subtest("symlinks", 60, scenario_symlinks, &sl[0]);
 	t_subtest("symlinks uring", 60, scenario_symlinks, &sl[1]);
 	t_subtest("long", 60, scenario_long, (void *)tmp);
@@ -987,7 +991,7 @@ int main(void)
 		t_log("enospc: %llu bytes free on the 16 MiB ext4", (unsigned long long)fr);
 		cs[0] = (struct nospc){ small, "threads", BFO_WENGINE_BATCHED, 0, 40, 512 << 10, false, -ENOSPC,
 					(uid_t)-1 };
-		cs[1] = (struct nospc){ small, "uring", BFO_WENGINE_BATCHED, BFO_WRITE_URING, 40, 512 << 10,
+		cs[1] = (struct nospc){ small, "uring", BFO_WENGINE_URING, 0, 40, 512 << 10,
 					false, -ENOSPC, (uid_t)-1 };
 		cs[2] = (struct nospc){ small, "pieces", BFO_WENGINE_BATCHED, 0, 12, 2 << 20, true, -ENOSPC,
 					(uid_t)-1 };
@@ -1004,7 +1008,7 @@ int main(void)
 		t_log("enospc on XFS: %llu bytes left free", (unsigned long long)tw_free_bytes(xfs));
 		cx[0] = (struct nospc){ xfs, "stem-xfs", BFO_WENGINE_STEM, 0, 40, 1 << 20, false, -ENOSPC,
 					(uid_t)-1 };
-		cx[1] = (struct nospc){ xfs, "uring-xfs", BFO_WENGINE_BATCHED, BFO_WRITE_URING, 40, 1 << 20, false,
+		cx[1] = (struct nospc){ xfs, "uring-xfs", BFO_WENGINE_URING, 0, 40, 1 << 20, false,
 					-ENOSPC, (uid_t)-1 };
 		t_subtest("enospc stem-xfs", 120, scenario_nospc, &cx[0]);
 		t_subtest("enospc uring-xfs", 120, scenario_nospc, &cx[1]);

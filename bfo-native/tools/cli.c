@@ -62,9 +62,6 @@ int cli_write_opt(int opt, const char *arg, struct bfo_write_opts *wo)
 	case 'f':
 		wo->flags |= BFO_WRITE_REPLACE;
 		return 1;
-	case 'U':
-		wo->flags |= BFO_WRITE_URING;
-		return 1;
 	case 'W':
 		if (!strcmp(arg, "auto"))
 			wo->engine = BFO_WENGINE_AUTO;
@@ -72,6 +69,8 @@ int cli_write_opt(int opt, const char *arg, struct bfo_write_opts *wo)
 			wo->engine = BFO_WENGINE_STEM;
 		else if (!strcmp(arg, "batched"))
 			wo->engine = BFO_WENGINE_BATCHED;
+		else if (!strcmp(arg, "uring"))
+			wo->engine = BFO_WENGINE_URING;
 		else
 			return -1;
 		return 1;

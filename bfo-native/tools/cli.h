@@ -20,12 +20,11 @@ void cli_progress_tick(struct cli_progress *p, uint64_t files, uint64_t bytes, b
 struct bfo_write_opts;
 
 /* The writer's options, shared by the subcommands that write:
- * --durability, --replace, --write-engine, --uring. */
+ * --durability, --replace, --write-engine. */
 #define CLI_WRITE_LONGOPTS                                        \
 	{ "durability", required_argument, 0, 'D' },              \
 	{ "replace", no_argument, 0, 'f' },                       \
-	{ "write-engine", required_argument, 0, 'W' },            \
-	{ "uring", no_argument, 0, 'U' }
+	{ "write-engine", required_argument, 0, 'W' }
 
 /* Apply getopt's opt (one of CLI_WRITE_LONGOPTS' letters) to wo.  Returns
  * 1 when opt was one of them, 0 when not, -1 for a bad value. */

@@ -68,7 +68,7 @@ int cmd_cp(int argc, char **argv)
 		case 'N': progress = 0; break;
 		case 'h':
 			printf("usage: bfo cp [-a] [--durability none|batch|each] [--replace]\n"
-			       "              [--write-engine auto|stem|batched] [--uring] [--stats] SRC... DST\n\n"
+			       "              [--write-engine auto|stem|batched|uring] [--stats] SRC... DST\n\n"
 			       "Copies like cp -r (with -a like cp -a: modes, owner as root, times, links,\n"
 			       "special files, xattrs), reading the sources as batches in disk order and\n"
 			       "writing the copy as batches, one durability point each (default --durability\n"

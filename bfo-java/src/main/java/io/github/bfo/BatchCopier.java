@@ -131,7 +131,7 @@ public final class BatchCopier implements AutoCloseable {
             boolean java = readEngine == BatchFileReader.Engine.JAVA || writeEngine == BatchFileWriter.Engine.JAVA;
             if (!java && !BfoNative.available()) {
                 if (readEngine == BatchFileReader.Engine.RAW || readEngine == BatchFileReader.Engine.URING
-                        || writeEngine == BatchFileWriter.Engine.STEM) {
+                        || writeEngine == BatchFileWriter.Engine.STEM || writeEngine == BatchFileWriter.Engine.URING) {
                     throw new IOException("the engines asked for need libbfo, which is not available: "
                             + BfoNative.unavailableReason());
                 }
@@ -190,7 +190,8 @@ public final class BatchCopier implements AutoCloseable {
         wo.clear();
         wo.setInt(BfoNative.WOPTS_size, BfoNative.WOPTS_SIZE);
         wo.setInt(BfoNative.WOPTS_engine, b.writeEngine == BatchFileWriter.Engine.STEM ? 1
-                : b.writeEngine == BatchFileWriter.Engine.BATCHED ? 2 : 0);
+                : b.writeEngine == BatchFileWriter.Engine.BATCHED ? 2
+                : b.writeEngine == BatchFileWriter.Engine.URING ? 3 : 0);
         wo.setInt(BfoNative.WOPTS_durability, b.durability == BatchFileWriter.Durability.BATCH ? 0
                 : b.durability == BatchFileWriter.Durability.NONE ? 1 : 2);
         wo.setInt(BfoNative.WOPTS_threads, b.threads);

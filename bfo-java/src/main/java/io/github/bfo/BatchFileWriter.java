@@ -93,6 +93,8 @@ public final class BatchFileWriter implements AutoCloseable {
         STEM,
         /** Files created and written directory by directory on worker threads; one syncfs per batch. */
         BATCHED,
+        /** The batched engine's plan with each whole file as one io_uring open/write/close chain; native only. */
+        URING,
         /** The pure-Java engine, even where libbfo is available. */
         JAVA
     }
@@ -102,7 +104,7 @@ public final class BatchFileWriter implements AutoCloseable {
         final Path root;
         Durability durability = Durability.BATCH;
         Engine engine = Engine.AUTO;
-        boolean replace, stopOnError, uring;
+        boolean replace, stopOnError;
         int threads;
         long stagingBytes = 64L << 20;
         int pieceBytes = 8 << 20;
@@ -143,12 +145,6 @@ public final class BatchFileWriter implements AutoCloseable {
             return this;
         }
 
-        /** Batched engine: io_uring open/write/close chains instead of threads. */
-        public Builder uring(boolean b) {
-            this.uring = b;
-            return this;
-        }
-
         /** Heap bytes copied into native memory per native batch, 1 MiB to 1 GiB (default 64 MiB). */
         public Builder stagingBytes(long n) {
             if (n < (1 << 20) || n > (1L << 30)) {
@@ -179,8 +175,9 @@ public final class BatchFileWriter implements AutoCloseable {
                 return new BatchFileWriter(new JavaWriter(this), this);
             }
             if (!BfoNative.available()) {
-                if (engine == Engine.STEM) {
-                    throw new IOException("the stem engine needs libbfo, which is not available: "
+                if (engine == Engine.STEM || engine == Engine.URING) {
+                    throw new IOException("the " + engine.name().toLowerCase(java.util.Locale.ROOT)
+                            + " engine needs libbfo, which is not available: "
                             + BfoNative.unavailableReason());
                 }
                 Bfo.logFallbackOnce();
@@ -203,7 +200,7 @@ public final class BatchFileWriter implements AutoCloseable {
 
         WriteStats stats();
 
-        /** "stem", "batched" or "java". */
+        /** "stem", "batched", "uring" or "java". */
         String engineName();
 
         void close() throws IOException;

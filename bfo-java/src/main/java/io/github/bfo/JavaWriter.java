@@ -56,8 +56,8 @@ final class JavaWriter implements BatchFileWriter.Impl {
     }
 
     JavaWriter(BatchFileWriter.Builder b) throws IOException {
-        if (b.engine == BatchFileWriter.Engine.STEM) {
-            throw new IOException("the stem engine needs libbfo");
+        if (b.engine == BatchFileWriter.Engine.STEM || b.engine == BatchFileWriter.Engine.URING) {
+            throw new IOException("the " + b.engine.name().toLowerCase(java.util.Locale.ROOT) + " engine needs libbfo");
         }
         this.durability = b.durability;
         this.replace = b.replace;

@@ -29,11 +29,11 @@ final class NativeWriter implements BatchFileWriter.Impl {
         Files.createDirectories(b.root);   // as the library would; gives the JDK's exceptions for a bad root
         opts.clear();
         opts.setInt(BfoNative.WOPTS_size, BfoNative.WOPTS_SIZE);
-        int flags = (b.replace ? BfoNative.WRITE_REPLACE : 0) | (b.stopOnError ? BfoNative.WRITE_STOP_ON_ERROR : 0)
-                | (b.uring ? BfoNative.WRITE_URING : 0);
+        int flags = (b.replace ? BfoNative.WRITE_REPLACE : 0) | (b.stopOnError ? BfoNative.WRITE_STOP_ON_ERROR : 0);
         opts.setInt(BfoNative.WOPTS_flags, flags);
         opts.setInt(BfoNative.WOPTS_engine, b.engine == BatchFileWriter.Engine.STEM ? 1
-                : b.engine == BatchFileWriter.Engine.BATCHED ? 2 : 0);
+                : b.engine == BatchFileWriter.Engine.BATCHED ? 2
+                : b.engine == BatchFileWriter.Engine.URING ? 3 : 0);
         opts.setInt(BfoNative.WOPTS_durability, b.durability == BatchFileWriter.Durability.BATCH ? 0
                 : b.durability == BatchFileWriter.Durability.NONE ? 1 : 2);
         opts.setInt(BfoNative.WOPTS_threads, b.threads);

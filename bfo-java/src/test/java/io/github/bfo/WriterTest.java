@@ -186,6 +186,32 @@ class WriterTest {
         }
     }
 
+    /** The native engines chosen by name write what the plain path reads back, and report themselves. */
+    @ParameterizedTest
+    @EnumSource(value = BatchFileWriter.Engine.class, names = {"BATCHED", "URING"})
+    void nativeEnginesByName(BatchFileWriter.Engine e) throws IOException {
+        Assumptions.assumeTrue(BfoNative.available(), "libbfo is not available");
+        Path root = dir.resolve("eng-" + e);
+        List<WriteEntry> es = new ArrayList<>();
+        List<byte[]> data = new ArrayList<>();
+        for (int i = 0; i < 40; i++) {
+            byte[] b = TestSupport.random(rnd, rnd.nextInt(20_000));
+            data.add(b);
+            es.add(WriteEntry.file("d" + (i % 3) + "/f" + i, b).mode(0600 | (i % 2) * 040));
+        }
+        try (BatchFileWriter w = builder(root).engine(e).build()) {
+            for (WriteResult r : w.write(es)) {
+                assertTrue(r.isOk(), r + ": " + r.failure());
+            }
+            assertEquals(e.name().toLowerCase(java.util.Locale.ROOT), w.engine());
+        }
+        for (int i = 0; i < 40; i++) {
+            Path p = root.resolve("d" + (i % 3) + "/f" + i);
+            assertArrayEquals(data.get(i), Files.readAllBytes(p));
+            assertEquals(0600 | (i % 2) * 040, mode(p));
+        }
+    }
+
     @Test
     void stopOnError() throws IOException {
         Path root = dir.resolve("s");
