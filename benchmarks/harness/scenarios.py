@@ -1,4 +1,6 @@
-"""The write (W1) and copy (M1) scenarios: the loops around runner.run_methods.
+"""The read, write (W1) and copy (M1) scenarios: the loops around runner.run_methods.
+
+Read, per set: the set's image (generated once, or reused with --keep), every method read from it.
 
 W1, per destination file system (ext4, xfs): the 4k set's files (same names,
 same bytes, same order as the read benchmark's 4k set) as one stream file in
@@ -16,7 +18,7 @@ import json
 import time
 
 from . import methods as methods_mod
-from . import report, runner, sets, util, writecopy
+from . import report, runner, sets, util, verify, writecopy
 from .workspace import FreshFs
 
 W1_SPEC = "4k"
@@ -30,6 +32,32 @@ def _emit(md, block, outdir, results):
 
 def _applicable(chosen, explicit, fs):
     return [m for m in chosen if explicit or not m.fs or fs in m.fs]
+
+
+def run_read(*, set_names, files_4k, fs, keep, chosen, repeat, do_verify, root, timeout, workdir, scratch,
+             helpers, bfo, results, md, outdir, cache):
+    """Returns True when some method FAILED."""
+    failed = False
+    for name in set_names:
+        spec = sets.REGISTRY[name]
+        params = spec.params({"files": files_4k} if name == "4k" else None)
+        with runner.open_set(spec, params, workdir=workdir, keep=keep, fs=fs, root=root) as (ws, plan, info):
+            ctx = methods_mod.Ctx(set_name=name, ws=ws, files=plan.files, bytes=plan.bytes, helpers=helpers,
+                                  bfo=bfo, refs=verify.References(ws.set_dir, helpers), root=root,
+                                  scratch=scratch)
+            util.log(f"set {name}: {len(chosen)} methods x {repeat} rounds, {cache} cache")
+            results["sets"][name] = info
+            info["methods"] = {}
+            runner.run_methods(ctx, chosen, repeat=repeat, do_verify=do_verify, root=root, timeout=timeout,
+                               into=info["methods"])
+            info["reference"] = ctx.refs.xxh_source
+            if "allocated_bytes" in ctx.extra:
+                info["image_allocated_bytes"] = ctx.extra["allocated_bytes"]
+        info["complete"] = True
+        if any(r["status"] == "FAILED" for r in info["methods"].values()):
+            failed = True
+        _emit(md, report.set_heading(info, cache) + "\n\n" + report.set_table(info) + "\n", outdir, results)
+    return failed
 
 
 def run_w1(*, fs_list, files, fsync_files, chosen, explicit, repeat, do_verify, root, timeout, workdir, scratch,

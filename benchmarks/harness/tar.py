@@ -383,9 +383,11 @@ def t2_table(info):
     return _table(info, T2_METHODS, [("vs plain", "xtar-plain")])
 
 
-def main(args, *, root, cache):
+def main(args):
     """bench --scenario t1 / t2 entry point (the lock on workdir is taken here)."""
     sc = args.scenario
+    root = util.is_root()
+    cache = "cold" if root else "warm"
     from .workspace import WorkdirLock
     workdir = Path(args.workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)

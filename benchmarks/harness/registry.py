@@ -1,0 +1,32 @@
+"""The scenarios of benchmarks/bench, one entry each: bench parses the arguments and calls the entry's run.
+
+Each run takes bench's parsed arguments and returns the exit status (0, 1 when a method failed or results
+differ, 2 on an error, 128+N when interrupted). Modules are imported when their scenario runs, so a read
+benchmark does not need Spark's or Hadoop's harness to import."""
+
+import importlib
+from typing import NamedTuple
+
+
+class Scenario(NamedTuple):
+    name: str
+    help: str
+    module: str          # harness module holding the entry point
+    entry: str           # its function of (args) -> exit status
+    methods: bool        # its methods are in methods.REGISTRY (listed by bench --help)
+
+    def run(self, args):
+        return getattr(importlib.import_module(f"harness.{self.module}"), self.entry)(args)
+
+
+REGISTRY = {s.name: s for s in (
+    Scenario("read", "read the sets (default)", "imagebench", "run", True),
+    Scenario("w1", "write 100,000 x 4 KiB files durably on fresh file systems (--fs, default ext4,xfs)",
+             "imagebench", "run", True),
+    Scenario("m1", "copy sets (--sets, default 4k,mixed) from their image to a fresh file system "
+                   "(--dest-fs, default ext4)", "imagebench", "run", True),
+    Scenario("t1", "tar -c plain / --sort=inode / --use-bfo on the 4k and mixed sets", "tar", "main", False),
+    Scenario("t2", "tar -x + sync plain / --use-bfo, a fresh ext4 per run", "tar", "main", False),
+    Scenario("h1", "MapReduce on 100,000 small text files: BatchText vs CombineText", "hadoop", "run_h1", False),
+    Scenario("s1", "Spark on 100,000 small files: bfo vs binaryFile and text", "spark", "main", False),
+)}
