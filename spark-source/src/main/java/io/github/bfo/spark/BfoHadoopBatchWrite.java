@@ -17,16 +17,10 @@ import org.apache.hadoop.fs.Options;
 import org.apache.hadoop.fs.UnsupportedFileSystemException;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.permission.FsPermission;
-import org.apache.spark.sql.connector.write.BatchWrite;
 import org.apache.spark.sql.connector.write.DataWriterFactory;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
 import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
-import org.apache.spark.sql.connector.write.Write;
-import org.apache.spark.sql.connector.write.WriterCommitMessage;
-import org.apache.spark.sql.types.StructType;
 import org.apache.spark.util.SerializableConfiguration;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The job side of the commit protocol on a Hadoop file system other than
@@ -47,39 +41,26 @@ import org.slf4j.LoggerFactory;
  * job when anything (a file, or a directory the file would land inside)
  * appeared at the name after the check.
  */
-final class BfoHadoopBatchWrite implements Write, BatchWrite {
-    private static final Logger LOG = LoggerFactory.getLogger(BfoHadoopBatchWrite.class);
+final class BfoHadoopBatchWrite extends BfoStagedWrite {
     // other users of DIR cannot add to or change the staged files before they are published (where the file
     // system has permissions), as with the local writer's owner-only staging directory
     private static final FsPermission STAGING_PERMISSION = FsPermission.createImmutable((short) 0700);
 
     private final Path dir;
     private final SerializableConfiguration conf;
-    private final BfoOptions options;
-    private final StructType schema;
-    private final boolean truncate;
-    private final String stagingName;
     private final Path staging;
 
     BfoHadoopBatchWrite(Path dir, SerializableConfiguration conf, BfoOptions options, LogicalWriteInfo info,
                         boolean truncate) {
+        super(options, info, truncate);
         this.dir = dir;
         this.conf = conf;
-        this.options = options;
-        this.schema = info.schema();
-        this.truncate = truncate;
-        this.stagingName = BfoBatchWrite.STAGING_PREFIX + info.queryId();
         this.staging = new Path(dir, stagingName);
     }
 
     @Override
-    public String description() {
-        return "BfoHadoopBatchWrite " + dir + (truncate ? " (overwrite)" : " (append)");
-    }
-
-    @Override
-    public BatchWrite toBatch() {
-        return this;
+    String dirName() {
+        return dir.toString();
     }
 
     private FileSystem fs() {
@@ -111,55 +92,35 @@ final class BfoHadoopBatchWrite implements Write, BatchWrite {
     }
 
     @Override
-    public void commit(WriterCommitMessage[] messages) {
-        try {
-            commitJob(messages);
-        } catch (RuntimeException e) {
-            try {
-                deleteStaging();
-            } catch (RuntimeException d) {
-                e.addSuppressed(d);
-            }
-            throw e;
-        }
-    }
-
-    private void commitJob(WriterCommitMessage[] messages) {
-        SortedMap<String, String> sources = BfoCommittedFiles.publishPlan(messages, stagingName);
+    void publish(SortedMap<String, String> sources) throws IOException {
         FileSystem fs = fs();
-        try {
-            if (!fs.getFileStatus(staging).isDirectory()) {
-                throw new IOException(staging + " is not the job's staging directory");
-            }
-            if (truncate) {
-                clearExceptStaging(fs);
-            } else {
-                checkFree(fs, sources.keySet());
-            }
-            FileContext fc = fileContext(fs);
-            Set<String> made = new HashSet<>();
-            for (Map.Entry<String, String> e : sources.entrySet()) {
-                String p = e.getKey();
-                int slash = p.lastIndexOf('/');
-                if (slash > 0 && !made.contains(p.substring(0, slash))) {
-                    String parent = p.substring(0, slash);
-                    if (!fs.mkdirs(child(parent))) {
-                        throw new IOException("mkdirs " + child(parent) + " returned false");
-                    }
-                    for (String d = parent; d != null && made.add(d); ) {
-                        int k = d.lastIndexOf('/');
-                        d = k < 0 ? null : d.substring(0, k);
-                    }
-                }
-                Path src = child(e.getValue());
-                Path dst = child(p);
-                renameNoReplace(fs, fc, src, dst);
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException("bfo write: job commit failed: " + e, e);
+        if (!fs.getFileStatus(staging).isDirectory()) {
+            throw new IOException(staging + " is not the job's staging directory");
         }
-        deleteStaging();
-        LOG.info("bfo write: published {} files in {}", sources.size(), dir);
+        if (truncate) {
+            clearExceptStaging(fs);
+        } else {
+            checkFree(fs, sources.keySet());
+        }
+        FileContext fc = fileContext(fs);
+        Set<String> made = new HashSet<>();
+        for (Map.Entry<String, String> e : sources.entrySet()) {
+            String p = e.getKey();
+            int slash = p.lastIndexOf('/');
+            if (slash > 0 && !made.contains(p.substring(0, slash))) {
+                String parent = p.substring(0, slash);
+                if (!fs.mkdirs(child(parent))) {
+                    throw new IOException("mkdirs " + child(parent) + " returned false");
+                }
+                for (String d = parent; d != null && made.add(d); ) {
+                    int k = d.lastIndexOf('/');
+                    d = k < 0 ? null : d.substring(0, k);
+                }
+            }
+            Path src = child(e.getValue());
+            Path dst = child(p);
+            renameNoReplace(fs, fc, src, dst);
+        }
     }
 
     /**
@@ -238,11 +199,7 @@ final class BfoHadoopBatchWrite implements Write, BatchWrite {
     }
 
     @Override
-    public void abort(WriterCommitMessage[] messages) {
-        deleteStaging();
-    }
-
-    private void deleteStaging() {
+    void deleteStaging() {
         try {
             fs().delete(staging, true);
         } catch (IOException e) {

@@ -66,7 +66,7 @@ final class BfoWriteRows {
                     break;
                 }
             }
-            if (why == null && (path.startsWith(BfoBatchWrite.STAGING_PREFIX) || path.startsWith(".bfo-journal"))) {
+            if (why == null && (path.startsWith(BfoStagedWrite.STAGING_PREFIX) || path.startsWith(".bfo-journal"))) {
                 why = "the name is reserved for bfo's staging";
             }
         }

@@ -331,7 +331,7 @@ class BfoHdfsWriteTest extends SparkTestBase {
                     RemoteIterator<LocatedFileStatus> it = lossy.fs().listFiles(new Path(out), true);
                     while (it.hasNext()) {
                         LocatedFileStatus st = it.next();
-                        if (st.getPath().toString().contains(BfoBatchWrite.STAGING_PREFIX)) {
+                        if (st.getPath().toString().contains(BfoStagedWrite.STAGING_PREFIX)) {
                             staged.add(st);
                         }
                     }
@@ -347,7 +347,7 @@ class BfoHdfsWriteTest extends SparkTestBase {
             spark.range(0, 200, 1, 1).selectExpr("concat('d', id % 5, '/f', id) AS path",
                     "bfoStopDataNodeAt100(id) AS content").write().format("bfo").save(out);
             assertEquals(100, STAGED_AT_STOP.get(), "rows 0-99 were in the staging directory at the stop");
-            assertTrue(stagingPermission.matches(BfoBatchWrite.STAGING_PREFIX + "\\S+ rwx------"), stagingPermission);
+            assertTrue(stagingPermission.matches(BfoStagedWrite.STAGING_PREFIX + "\\S+ rwx------"), stagingPermission);
             Map<String, String> want = new TreeMap<>();
             for (long id = 0; id < 200; id++) {
                 want.put("d" + id % 5 + "/f" + id, digest(contentOf(id)));

@@ -156,7 +156,7 @@ class BfoWriteSymlinkTest extends SparkTestBase {
         // the staging directory swapped for a link to a copy outside: refused, the copy untouched
         BfoBatchWrite w2 = batch(dir, "q2", false);
         WriterCommitMessage[] ms2 = runTasks(w2, "s/b.txt");
-        Path staging = dir.resolve(BfoBatchWrite.STAGING_PREFIX + "q2");
+        Path staging = dir.resolve(BfoStagedWrite.STAGING_PREFIX + "q2");
         Path moved = tmp.resolve("moved-staging");
         Files.move(staging, moved);
         Path fake = Files.createDirectories(out.resolve("fake/task-0-1/s"));
@@ -171,13 +171,13 @@ class BfoWriteSymlinkTest extends SparkTestBase {
         Files.delete(staging);
 
         // the staging location is predictable to whoever knows the query id: a link there fails the job
-        Files.createSymbolicLink(dir.resolve(BfoBatchWrite.STAGING_PREFIX + "q3"), out);
+        Files.createSymbolicLink(dir.resolve(BfoStagedWrite.STAGING_PREFIX + "q3"), out);
         BfoBatchWrite w3 = batch(dir, "q3", false);
         assertThrows(Exception.class, () -> w3.createBatchWriterFactory(null));
         assertEquals(before2, snapshot(out));
 
         // overwrite: a link planted deep inside a directory that the job replaces is removed, not followed
-        Files.delete(dir.resolve(BfoBatchWrite.STAGING_PREFIX + "q3"));
+        Files.delete(dir.resolve(BfoStagedWrite.STAGING_PREFIX + "q3"));
         Files.createDirectories(dir.resolve("d"));
         Files.createSymbolicLink(dir.resolve("d/l"), out);
         BfoBatchWrite w4 = batch(dir, "q4", true);
