@@ -4,7 +4,8 @@ On the 4k set (100,000 x 4 KiB by default; --files N to scale), each query
 runs in its own JVM (io.github.bfo.spark.S1Bench from spark-source's test
 classes, local[*]): the query first runs on the 3-file probe directory (class
 loading and code generation off the clock), then the harness drops the caches
-(root) and the query runs once on the set, timed inside the JVM.
+(root) and the query runs once on the set, timed inside the JVM. --repeat N (default
+3) runs the whole list N times in turn and reports medians with min-max.
 
   count      spark.read.format(M).load(DIR).count()             bfo vs binaryFile
   sumlen     sum(length(content))                               bfo vs binaryFile
@@ -153,49 +154,79 @@ def run_one(cp, set_dir, probe_dir, method, query, *, root, conf, heap, timeout,
     return js
 
 
-def run_s1(*, files, conf, heap, workdir, keep, root, timeout, results, md, outdir, cache, fs="ext4"):
-    """Returns True when some run FAILED or results differ."""
+def _merge_rounds(rounds):
+    """One run's rounds -> the record the table reads: status ok only when every round is, seconds the median
+    of the rounds, result the first round's (same_result checks all of them)."""
+    ok = [r for r in rounds if r["status"] == "ok"]
+    rec = dict(rounds[0], rounds=rounds)
+    if len(ok) != len(rounds):
+        bad = next(r for r in rounds if r["status"] != "ok")
+        return dict(rec, status="FAILED", error=bad.get("error"))
+    st = util.summarize([r["seconds"] for r in rounds])
+    return dict(rec, seconds=st["median"], min_seconds=st["min"], max_seconds=st["max"],
+                results_agree=len({r.get("result") for r in rounds}) == 1)
+
+
+def _compare_row(runs, title, a, b, target):
+    """A table row, and whether the two runs gave the same result in every round."""
+    ra, rb = runs["/".join(a)], runs["/".join(b)]
+    ok = ra["status"] == "ok" and rb["status"] == "ok"
+    # the same query must give the same result; the metadata row compares the number of files
+    same = ok and ra["results_agree"] and rb["results_agree"] and (
+        ra["result"] == rb["result"] if a[0] == b[0] else ra["result"].split()[0] == rb["result"].split()[0])
+    ratio = rb["seconds"] / ra["seconds"] if ok and ra["seconds"] > 0 else None
+
+    def secs(r):
+        if r["status"] != "ok":
+            return "FAILED"
+        spread = f" ({r['min_seconds']:.2f}-{r['max_seconds']:.2f})" if len(r["rounds"]) > 1 else ""
+        return f"{r['seconds']:.2f}{spread}"
+    return [title, secs(ra), f"{b[1]} {secs(rb)}", f"{ratio:.1f}x" if ratio else "-",
+            f">= {target}x" if target else "-",
+            ("yes" if same else "NO") + f" ({ra.get('result') or ra.get('error')})"], same
+
+
+def run_s1(*, files, conf, heap, workdir, keep, root, timeout, results, md, outdir, cache, fs="ext4", repeat=1):
+    """Returns True when some run FAILED or results differ. Rounds run the whole list in turn (not one query
+    repeat times in a row), so the load of a noisy machine falls on every method alike; medians reported."""
     spec = sets.REGISTRY["4k"]
     params = spec.params({"files": files})
     cp = classpath(workdir)
     conf = [c for c in (conf or "").split(",") if c]
     failed = False
     with runner.open_set(spec, params, workdir=workdir, keep=keep, fs=fs, root=root) as (ws, plan, info):
-        info = dict(info, scenario="s1", conf=conf, runs={})
+        info = dict(info, scenario="s1", conf=conf, repeat=repeat, runs={})
         results["sets"]["s1-4k"] = info
         hdfs = Path(workdir) / "s1-hdfs"   # loaded by the first HDFS run, from this set
         cluster = spark_home(workdir)
         util.run(["rm", "-rf", str(hdfs)])
-        for query, method, where in RUNS:
-            util.log(f"S1 {query} with {method} on {where} ({cache} cache)")
-            r = run_one(cp, ws.set_dir, ws.probe_dir, method, query, root=root, conf=conf, heap=heap,
-                        timeout=timeout, hdfs=hdfs if where == "hdfs" else None,
-                        cluster=cluster if where == "cluster" else None)
-            info["runs"][f"{query}/{method}/{where}"] = r
-            util.log(f"  -> {r.get('seconds', 0):.2f}s in-JVM, {r.get('partitions')} partitions: "
-                     f"{r.get('result') or r.get('error')}")
-            if r["status"] != "ok":
-                failed = True
+        rounds = {}
+        for rnd in range(1, repeat + 1):
+            for query, method, where in RUNS:
+                util.log(f"S1 [{rnd}/{repeat}] {query} with {method} on {where} ({cache} cache)")
+                r = run_one(cp, ws.set_dir, ws.probe_dir, method, query, root=root, conf=conf, heap=heap,
+                            timeout=timeout, hdfs=hdfs if where == "hdfs" else None,
+                            cluster=cluster if where == "cluster" else None)
+                rounds.setdefault(f"{query}/{method}/{where}", []).append(r)
+                util.log(f"  -> {r.get('seconds', 0):.2f}s in-JVM, {r.get('partitions')} partitions: "
+                         f"{r.get('result') or r.get('error')}")
+            info["runs"] = {k: _merge_rounds(v) for k, v in rounds.items()}
+            (outdir / "results.json").write_text(json.dumps(results, indent=1, default=str))
+        if any(r["status"] != "ok" for r in info["runs"].values()):
+            failed = True
         rows = []
         for title, a, b, target in COMPARE:
-            ra, rb = info["runs"]["/".join(a)], info["runs"]["/".join(b)]
-            ok = ra["status"] == "ok" and rb["status"] == "ok"
-            # the same query must give the same result; the metadata row compares the number of files
-            same = ok and (ra["result"] == rb["result"] if a[0] == b[0]
-                           else ra["result"].split()[0] == rb["result"].split()[0])
-            if not same:
-                failed = True
-            ratio = rb["seconds"] / ra["seconds"] if ok and ra["seconds"] > 0 else None
-            rows.append([title, f"{ra.get('seconds', float('nan')):.2f}", f"{b[1]} {rb.get('seconds', float('nan')):.2f}",
-                         f"{ratio:.1f}x" if ratio else "-", f">= {target}x" if target else "-",
-                         ("yes" if same else "NO") + f" ({ra.get('result') or ra.get('error')})"])
+            row, same = _compare_row(info["runs"], title, a, b, target)
+            rows.append(row)
+            failed = failed or not same
         util.run(["rm", "-rf", str(hdfs)])
         info["complete"] = True
         block = (f"## S1: Spark on the 4k set, {plan.files:,} files, {plan.bytes / 1e6:,.1f} MB, {cache} cache, "
-                 f"one run each\n\nSpark local[*], "
+                 + (f"median of {repeat} rounds (min-max)" if repeat > 1 else "one run each")
+                 + "\n\nSpark local[*], "
                  + (f"TUNED conf (not users' defaults): {', '.join(conf)}" if conf else "Spark's default settings")
                  + "; time of the query inside the JVM "
-                 f"(after a warm-up on the probe dir and a cache drop)\n\n"
+                 "(after a warm-up on the probe dir and a cache drop)\n\n"
                  + util.md_table(["query", "bfo s", "baseline s", "speed-up", "target", "same result"], rows) + "\n")
         md.append(block)
         print("\n" + block, flush=True)
@@ -204,7 +235,8 @@ def run_s1(*, files, conf, heap, workdir, keep, root, timeout, results, md, outd
 
 
 def main(args):
-    """`bench --scenario s1`: the 4k set (--files N), --workdir, --keep, --timeout, --results-dir; the Spark
+    """`bench --scenario s1`: the 4k set (--files N), --repeat (rounds, default 3; medians), --workdir, --keep,
+    --timeout, --results-dir; the Spark
     confs from BFO_S1_SPARK_CONF (comma-separated k=v; unset: Spark's defaults, as users have them), the driver
     heap from BFO_S1_HEAP (default 2g). Exit 0, 1 (a run failed or results differ) or 2 (error)."""
     from . import report
@@ -226,7 +258,7 @@ def main(args):
             failed = run_s1(files=args.files, conf=os.environ.get("BFO_S1_SPARK_CONF"),
                             heap=os.environ.get("BFO_S1_HEAP", "2g"), workdir=workdir, keep=args.keep, root=root,
                             timeout=args.timeout, results=results, md=md, outdir=outdir, cache=cache,
-                            fs=args.fs or "ext4")
+                            fs=args.fs or "ext4", repeat=args.repeat or (1 if args.quick else 3))
         results["complete"] = True
         (outdir / "results.json").write_text(json.dumps(results, indent=1, default=str))
         (outdir / "table.md").write_text("\n".join(md) + "\n")
