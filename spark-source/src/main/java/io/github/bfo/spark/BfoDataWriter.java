@@ -40,6 +40,11 @@ final class BfoDataWriter implements DataWriter<InternalRow> {
     private long buffered;
     private BatchFileWriter writer;
 
+    /** The staging subdirectory of one task attempt: attempts of one partition never share it. */
+    static String attemptName(int partitionId, long taskId) {
+        return "task-" + partitionId + "-" + taskId;
+    }
+
     BfoDataWriter(Path dir, String stagingName, String stagingKey, String taskName, BfoOptions options,
                   StructType schema) {
         this.dir = dir;

@@ -14,27 +14,11 @@ import org.apache.spark.util.SerializableConfiguration;
  * credentials, as Spark's file writers ship it) to the executors; one
  * writer per task attempt.
  */
-final class BfoHadoopDataWriterFactory implements DataWriterFactory {
-    private static final long serialVersionUID = 1L;
-
-    private final String dir;
-    private final String stagingName;
-    private final SerializableConfiguration conf;
-    private final BfoOptions options;
-    private final StructType schema;
-
-    BfoHadoopDataWriterFactory(String dir, String stagingName, SerializableConfiguration conf, BfoOptions options,
-                               StructType schema) {
-        this.dir = dir;
-        this.stagingName = stagingName;
-        this.conf = conf;
-        this.options = options;
-        this.schema = schema;
-    }
-
+record BfoHadoopDataWriterFactory(String dir, String stagingName, SerializableConfiguration conf,
+                                  BfoOptions options, StructType schema) implements DataWriterFactory {
     @Override
     public DataWriter<InternalRow> createWriter(int partitionId, long taskId) {
-        return new BfoHadoopDataWriter(new Path(dir), stagingName, "task-" + partitionId + "-" + taskId,
+        return new BfoHadoopDataWriter(new Path(dir), stagingName, BfoDataWriter.attemptName(partitionId, taskId),
                 conf.value(), options, schema);
     }
 }
