@@ -564,6 +564,7 @@ struct reader {
 	uint64_t old_h[NREP], new_h[NREP];
 	uint64_t old_len[NREP], new_len[NREP];
 	atomic_bool stop;
+	atomic_bool began;          /* the reader has been through one file (or failed) */
 	uint64_t reads, saw_old, saw_new;
 	char bad[512];
 };
@@ -583,6 +584,7 @@ static void *reader_main(void *arg)
 			fd = open(p, O_RDONLY | O_CLOEXEC);
 			if (fd < 0) {
 				snprintf(rd->bad, sizeof(rd->bad), "f%03d: open: %s", i, strerror(errno));
+				atomic_store(&rd->began, true);
 				break;
 			}
 			while ((k = read(fd, buf + got, (1 << 20) - (size_t)got)) > 0)
@@ -599,6 +601,7 @@ static void *reader_main(void *arg)
 				snprintf(rd->bad, sizeof(rd->bad), "f%03d: read %zd bytes that are neither the "
 					 "old (%llu) nor the new (%llu) content", i, got,
 					 (unsigned long long)rd->old_len[i], (unsigned long long)rd->new_len[i]);
+			atomic_store(&rd->began, true);
 		}
 	}
 	free(buf);
@@ -702,6 +705,10 @@ static void scenario_replace(void *arg)
 
 	if (pthread_create(&th, NULL, reader_main, rd))
 		t_fail("pthread_create");
+	/* On a loaded machine the write could end before the thread first
+	 * runs: start it only once the reader is reading. */
+	while (!atomic_load(&rd->began))
+		usleep(100);
 	ret = bfo_writer_write(w, e, n);
 	atomic_store(&rd->stop, true);
 	pthread_join(th, NULL);
