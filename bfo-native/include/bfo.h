@@ -641,6 +641,7 @@ void bfo_copier_destroy(struct bfo_copier *c);
 struct bfo_walk;
 
 #define BFO_WALK_NOFOLLOW (1u << 0)  /* skip symbolic links */
+#define BFO_WALK_UNSORTED (1u << 1)  /* hand paths out as listed, not sorted */
 
 struct bfo_walk_stats {
 	uint64_t files;          /* paths handed out so far */
@@ -655,7 +656,10 @@ struct bfo_walk_stats {
  * of paths.  Stores the walk in *w and returns 0, or -EINVAL (NULL
  * argument, unknown flag) or -ENOMEM.  A root that cannot be read is not
  * an error here: it is the walk's first failure.  The caller owns the walk
- * and frees it with bfo_walk_destroy().
+ * and frees it with bfo_walk_destroy().  With BFO_WALK_UNSORTED the paths
+ * come in the order the threads list them and sort_files only sizes the
+ * buffer: a buffer is handed out when full, so a small one hands out the
+ * first paths sooner (`bfo read --sort-buffer 0`).
  */
 int bfo_walk_start(struct bfo_walk **w, const char *root, size_t sort_files, unsigned flags);
 

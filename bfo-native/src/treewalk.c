@@ -25,13 +25,14 @@ BFO_API int bfo_walk_start(struct bfo_walk **w, const char *root, size_t sort_fi
 {
 	struct bfo_walk *b;
 
-	if (!w || !root || (flags & ~BFO_WALK_NOFOLLOW))
+	if (!w || !root || (flags & ~(BFO_WALK_NOFOLLOW | BFO_WALK_UNSORTED)))
 		return -EINVAL;
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
 	b->walk = walk_start(root, WALK_THREADS, sort_files ? sort_files : DEFAULT_SORT_FILES,
-			     WALK_SORT | ((flags & BFO_WALK_NOFOLLOW) ? WALK_NOFOLLOW : 0));
+			     ((flags & BFO_WALK_UNSORTED) ? 0 : WALK_SORT) |
+			     ((flags & BFO_WALK_NOFOLLOW) ? WALK_NOFOLLOW : 0));
 	if (!b->walk) {
 		free(b);
 		return -ENOMEM;

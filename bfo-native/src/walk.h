@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A parallel directory walk for the bfo command: regular files of a tree,
- * handed out in batches sorted by inode number. */
+/* A parallel directory walk, the library's own (the copier) and behind
+ * bfo_walk_* (treewalk.c): regular files of a tree, handed out in batches
+ * sorted by inode number. */
 #ifndef BFO_WALK_H
 #define BFO_WALK_H
 
