@@ -376,14 +376,14 @@ static int run(int argc, char **argv, bool plan)
 		case OPT_META: o.flags |= BFO_READ_METADATA_ONLY; break;
 		case OPT_PROGRESS: show_progress = 1; break;
 		case OPT_SORTBUF:
-			if (cli_size(optarg, &sort_buffer) || sort_buffer > (1ull << 28))
+			if (cli_size(optarg, 0, 1ull << 28, &sort_buffer))
 				goto bad;
 			break;
 		case OPT_NOPROGRESS: show_progress = 0; break;
 		case OPT_WFILES: case OPT_QD: case OPT_THREADS:
 		case OPT_WBYTES: case OPT_ARENA: case OPT_GAP: case OPT_MAXIO:
 		case OPT_LEXT: case OPT_LFILE:
-			if (cli_size(optarg, &v) || (v == 0 && c != OPT_GAP) ||
+			if (cli_size(optarg, 0, UINT64_MAX, &v) || (v == 0 && c != OPT_GAP) ||
 			    ((c == OPT_WFILES || c == OPT_QD || c == OPT_THREADS) && v > UINT32_MAX))
 				goto bad;
 			if (c == OPT_GAP && v == 0)

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -29,11 +30,19 @@ void cli_progress_init(struct cli_progress *p, const char *what, int enabled)
 	p->t0 = p->last = cli_now_ns();
 }
 
+/* A line a quarter second at most: faster would only flicker. */
+#define PROGRESS_EVERY_NS 250000000ull
+
+bool cli_progress_due(const struct cli_progress *p)
+{
+	return p->enabled && cli_now_ns() - p->last >= PROGRESS_EVERY_NS;
+}
+
 void cli_progress_tick(struct cli_progress *p, uint64_t files, uint64_t bytes, bool final)
 {
 	uint64_t t = cli_now_ns();
 
-	if (!p->enabled || (!final && t - p->last < 250000000ull))
+	if (!p->enabled || (!final && t - p->last < PROGRESS_EVERY_NS))
 		return;
 	p->last = t;
 	if (final) {
@@ -42,43 +51,58 @@ void cli_progress_tick(struct cli_progress *p, uint64_t files, uint64_t bytes, b
 	}
 	double s = (double)(t - p->t0) / 1e9;
 
-	fprintf(stderr, "\r\033[K%s %" PRIu64 " files, %.1f MB, %.0f MB/s", p->what, files,
-		(double)bytes / 1e6, s > 0 ? (double)bytes / 1e6 / s : 0.0);
+	fprintf(stderr, "\r\033[K%s%s%" PRIu64 " files, %.1f MB, %.0f MB/s", p->what ? p->what : "",
+		p->what ? " " : "", files, (double)bytes / 1e6, s > 0 ? (double)bytes / 1e6 / s : 0.0);
 }
+
+void cli_on_signals(void (*handler)(int))
+{
+	struct sigaction sa = { .sa_handler = handler };
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+int cli_choice(const char *arg, const char *const *names)
+{
+	for (int i = 0; names[i]; i++)
+		if (!strcmp(arg, names[i]))
+			return i;
+	return -1;
+}
+
+static const char *const durabilities[] = {
+	[BFO_DURABILITY_BATCH] = "batch", [BFO_DURABILITY_NONE] = "none",
+	[BFO_DURABILITY_EACH] = "each", NULL,
+};
+static const char *const wengines[] = {
+	[BFO_WENGINE_AUTO] = "auto", [BFO_WENGINE_STEM] = "stem",
+	[BFO_WENGINE_BATCHED] = "batched", [BFO_WENGINE_URING] = "uring", NULL,
+};
 
 int cli_write_opt(int opt, const char *arg, struct bfo_write_opts *wo)
 {
+	int i;
+
 	switch (opt) {
 	case 'D':
-		if (!strcmp(arg, "batch"))
-			wo->durability = BFO_DURABILITY_BATCH;
-		else if (!strcmp(arg, "none"))
-			wo->durability = BFO_DURABILITY_NONE;
-		else if (!strcmp(arg, "each"))
-			wo->durability = BFO_DURABILITY_EACH;
-		else
+		if ((i = cli_choice(arg, durabilities)) < 0)
 			return -1;
+		wo->durability = (uint32_t)i;
 		return 1;
 	case 'f':
 		wo->flags |= BFO_WRITE_REPLACE;
 		return 1;
 	case 'W':
-		if (!strcmp(arg, "auto"))
-			wo->engine = BFO_WENGINE_AUTO;
-		else if (!strcmp(arg, "stem"))
-			wo->engine = BFO_WENGINE_STEM;
-		else if (!strcmp(arg, "batched"))
-			wo->engine = BFO_WENGINE_BATCHED;
-		else if (!strcmp(arg, "uring"))
-			wo->engine = BFO_WENGINE_URING;
-		else
+		if ((i = cli_choice(arg, wengines)) < 0)
 			return -1;
+		wo->engine = (uint32_t)i;
 		return 1;
 	}
 	return 0;
 }
 
-int cli_size(const char *s, uint64_t *out)
+int cli_size(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
 	char *end;
 	unsigned long long v;
@@ -96,7 +120,7 @@ int cli_size(const char *s, uint64_t *out)
 		end++;
 	if (*end == 'B')
 		end++;
-	if (*end)
+	if (*end || v < min || v > max)
 		return -1;
 	*out = v;
 	return 0;

@@ -5,17 +5,34 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+
+/* Exit status of every subcommand: 0 all done, 1 some files failed (each
+ * named on stderr), 2 usage or setup error, 130 interrupted. */
+#define CLI_EXIT_SOME_FAILED 1
+#define CLI_EXIT_USAGE 2
+#define CLI_EXIT_INTERRUPTED 130
+
+/* The command's usage (bfo.c): on stdout for --help, stderr for errors. */
+void cli_usage(FILE *f);
 
 /* Progress on stderr, at most four times a second, when enabled (by
- * default: when stderr is a terminal). */
+ * default: when stderr is a terminal): "[what ]N files, X MB, Y MB/s",
+ * the rate since init; the final tick clears the line. */
 struct cli_progress {
 	bool enabled;
-	const char *what;
+	const char *what;       /* NULL: no word before the counts */
 	uint64_t t0, last;
 };
 
+/* enabled: 1 on, 0 off, -1 when stderr is a terminal. */
 void cli_progress_init(struct cli_progress *p, const char *what, int enabled);
+/* Whether a tick now would print: for callers whose counts cost a call. */
+bool cli_progress_due(const struct cli_progress *p);
 void cli_progress_tick(struct cli_progress *p, uint64_t files, uint64_t bytes, bool final);
+
+/* SIGINT and SIGTERM to handler, which must be async-signal-safe. */
+void cli_on_signals(void (*handler)(int));
 
 struct bfo_write_opts;
 
@@ -30,9 +47,14 @@ struct bfo_write_opts;
  * 1 when opt was one of them, 0 when not, -1 for a bad value. */
 int cli_write_opt(int opt, const char *arg, struct bfo_write_opts *wo);
 
+/* The index of arg in names (NULL-terminated), or -1: a tool's table of
+ * names is indexed by the library's enum they stand for. */
+int cli_choice(const char *arg, const char *const *names);
+
 /* A size with an optional K, M or G suffix (powers of 1024, an optional
- * "iB" or "B" after it).  Returns 0, or -1 when s is not one. */
-int cli_size(const char *s, uint64_t *out);
+ * "iB" or "B" after it) from min to max.  Returns 0, or -1 when s is not
+ * one (*out then unchanged). */
+int cli_size(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t cli_now_ns(void);

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -85,13 +84,10 @@ int cmd_cp(int argc, char **argv)
 	ret = bfo_copier_create(&c, NULL, &wo, flags, &cb);
 	if (ret) {
 		fprintf(stderr, "bfo: cp: %s\n", bfo_strerror(ret));
-		return 2;
+		return CLI_EXIT_USAGE;
 	}
-	struct sigaction sa = { .sa_handler = on_signal };
-
 	running = c;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	cli_on_signals(on_signal);
 	ret = bfo_copier_run(c, (const char *const *)argv + optind, (unsigned)(argc - optind - 1),
 			     argv[argc - 1]);
 	running = NULL;
@@ -107,12 +103,13 @@ int cmd_cp(int argc, char **argv)
 			st.batches);
 	bfo_copier_destroy(c);
 	if (ret == -ECANCELED)
-		return 130;
+		return CLI_EXIT_INTERRUPTED;
 	/* The destination refused (not a directory, its journal not ours). */
 	if (ret < 0)
-		return ret == -ENOTDIR || ret == -EINVAL || ret == -ELOOP || ret == -EPERM ? 2 : 1;
-	return ret ? 1 : 0;
+		return ret == -ENOTDIR || ret == -EINVAL || ret == -ELOOP || ret == -EPERM ?
+		       CLI_EXIT_USAGE : CLI_EXIT_SOME_FAILED;
+	return ret ? CLI_EXIT_SOME_FAILED : 0;
 usage:
 	fprintf(stderr, "usage: bfo cp [-a] [--durability none|batch|each] [--replace] SRC... DST\n");
-	return 2;
+	return CLI_EXIT_USAGE;
 }

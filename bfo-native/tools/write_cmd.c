@@ -54,7 +54,7 @@ struct wr {
 static void die_oom(void)
 {
 	fprintf(stderr, "bfo: write: out of memory\n");
-	exit(2);
+	exit(CLI_EXIT_USAGE);
 }
 
 static void wr_add(struct wr *r, const struct bfo_wentry *e)
@@ -153,7 +153,6 @@ int cmd_write(int argc, char **argv)
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "tfh", longopts, NULL)) != -1) {
 		int w = cli_write_opt(opt, optarg, &wo);
-		uint64_t v;
 
 		if (w < 0)
 			goto usage;
@@ -164,12 +163,8 @@ int cmd_write(int argc, char **argv)
 		case 'S': stats = true; break;
 		case 'B':
 		case 'F':
-			if (cli_size(optarg, &v) || v == 0)
+			if (cli_size(optarg, 1, UINT64_MAX, opt == 'B' ? &r.batch_bytes : &r.batch_entries))
 				goto usage;
-			if (opt == 'B')
-				r.batch_bytes = v;
-			else
-				r.batch_entries = v;
 			break;
 		case 'h':
 			printf("usage: bfo write [--tar] [--durability none|batch|each] [--replace]\n"
@@ -201,7 +196,7 @@ int cmd_write(int argc, char **argv)
 	ret = bfo_writer_open(&r.w, argv[optind], &wo);
 	if (ret) {
 		cli_dest_error("write", argv[optind], ret);
-		return 2;
+		return CLI_EXIT_USAGE;
 	}
 	cli_progress_init(&r.prog, "written", -1);
 	ret = write_stream(&r, tar);
@@ -230,11 +225,11 @@ int cmd_write(int argc, char **argv)
 			(double)st.ns_data / 1e9, (double)st.ns_sync / 1e9, (double)t_close / 1e9);
 	free(r.e);
 	if (ret < 0)
-		return 2;
-	return r.errors ? 1 : 0;
+		return CLI_EXIT_USAGE;
+	return r.errors ? CLI_EXIT_SOME_FAILED : 0;
 usage:
 	fprintf(stderr, "usage: bfo write [--tar] [--durability none|batch|each] [--replace] DIR < STREAM\n");
-	return 2;
+	return CLI_EXIT_USAGE;
 }
 
 int cmd_recover(int argc, char **argv)
@@ -244,12 +239,12 @@ int cmd_recover(int argc, char **argv)
 
 	if (argc != 2 || argv[1][0] == '-') {
 		fprintf(stderr, "usage: bfo recover DIR\n");
-		return argc == 2 && !strcmp(argv[1], "--help") ? 0 : 2;
+		return argc == 2 && !strcmp(argv[1], "--help") ? 0 : CLI_EXIT_USAGE;
 	}
 	ret = bfo_journal_recover(argv[1], &st);
 	if (ret < 0) {
 		cli_dest_error("recover", argv[1], ret);
-		return 2;
+		return CLI_EXIT_USAGE;
 	}
 	printf("bfo recover: %d unfinished batch%s; %" PRIu64 " files complete, %" PRIu64
 	       " finished from a stem, %" PRIu64 " torn or temporary files removed\n",
