@@ -22,7 +22,7 @@ void cli_usage(FILE *f);
 struct cli_progress {
 	bool enabled;
 	const char *what;       /* NULL: no word before the counts */
-	uint64_t t0, last;
+	uint64_t t0, last;      /* last 0: the next tick prints */
 };
 
 /* enabled: 1 on, 0 off, -1 when stderr is a terminal. */

@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * bfo read and bfo plan: the paths of read_input.c submitted as one batch,
+ * its results taken as they come (failures named, checksums printed), and
+ * the batch's statistics at the end (read_output.c).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "bfo.h"
+#include "cli.h"
+#include "read.h"
+
+/* Paths taken from the input per submit, results taken per wait. */
+#define SUBMIT_CHUNK 4096u
+#define WAIT_MAX 256u
+#define SORT_BUFFER_MAX (1ull << 28)
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+/* ------------------------------------------------------------- options */
+
+struct read_args {
+	struct bfo_opts o;
+	bool plan, checksum, stats, json, nul;
+	int progress;           /* 1, 0, or -1: when stderr is a terminal */
+	uint64_t sort_buffer;
+	char **paths;
+	int npaths;
+};
+
+enum {
+	OPT_ENGINE = 256, OPT_ORDER, OPT_CHECKSUM, OPT_STATS, OPT_JSON, OPT_NOFOLLOW,
+	OPT_STOP, OPT_META, OPT_PROGRESS, OPT_NOPROGRESS, OPT_WFILES, OPT_WBYTES, OPT_ARENA,
+	OPT_GAP, OPT_MAXIO, OPT_LEXT, OPT_LFILE, OPT_QD, OPT_THREADS, OPT_SORTBUF,
+};
+
+static const struct option longopts[] = {
+	{ "engine", required_argument, 0, OPT_ENGINE },
+	{ "order", required_argument, 0, OPT_ORDER },
+	{ "checksum", no_argument, 0, OPT_CHECKSUM },
+	{ "stats", no_argument, 0, OPT_STATS },
+	{ "json", no_argument, 0, OPT_JSON },
+	{ "null", no_argument, 0, '0' },
+	{ "no-follow", no_argument, 0, OPT_NOFOLLOW },
+	{ "stop-on-error", no_argument, 0, OPT_STOP },
+	{ "metadata-only", no_argument, 0, OPT_META },
+	{ "progress", no_argument, 0, OPT_PROGRESS },
+	{ "no-progress", no_argument, 0, OPT_NOPROGRESS },
+	{ "window-files", required_argument, 0, OPT_WFILES },
+	{ "window-bytes", required_argument, 0, OPT_WBYTES },
+	{ "arena", required_argument, 0, OPT_ARENA },
+	{ "merge-gap", required_argument, 0, OPT_GAP },
+	{ "max-io", required_argument, 0, OPT_MAXIO },
+	{ "large-extent", required_argument, 0, OPT_LEXT },
+	{ "large-file", required_argument, 0, OPT_LFILE },
+	{ "queue-depth", required_argument, 0, OPT_QD },
+	{ "threads", required_argument, 0, OPT_THREADS },
+	{ "sort-buffer", required_argument, 0, OPT_SORTBUF },
+	{ "help", no_argument, 0, 'h' },
+	{ 0, 0, 0, 0 },
+};
+
+static const char *const engines[] = {
+	[BFO_ENGINE_AUTO] = "auto", [BFO_ENGINE_RAW] = "raw",
+	[BFO_ENGINE_URING] = "uring", [BFO_ENGINE_PORTABLE] = "portable", NULL,
+};
+static const char *const orders[] = {
+	[BFO_ORDER_AUTO] = "auto", [BFO_ORDER_INODE] = "inode",
+	[BFO_ORDER_PHYSICAL] = "physical", NULL,
+};
+
+/* One of the library's knobs (opt) set from arg; -1 for a bad value. */
+static int set_knob(struct bfo_opts *o, int opt, const char *arg)
+{
+	bool count = opt == OPT_WFILES || opt == OPT_QD || opt == OPT_THREADS;
+	uint64_t v;
+
+	/* A merge gap of 0 is the library's 1: adjacent extents only. */
+	if (cli_size(arg, opt == OPT_GAP ? 0 : 1, count ? UINT32_MAX : UINT64_MAX, &v))
+		return -1;
+	switch (opt) {
+	case OPT_WFILES: o->window_files = (uint32_t)v; break;
+	case OPT_QD: o->queue_depth = (uint32_t)v; break;
+	case OPT_THREADS: o->threads = (uint32_t)v; break;
+	case OPT_WBYTES: o->window_bytes = v; break;
+	case OPT_ARENA: o->arena_bytes = v; break;
+	case OPT_GAP: o->merge_gap = v ? v : 1; break;
+	case OPT_MAXIO: o->max_io = v; break;
+	case OPT_LEXT: o->large_extent = v; break;
+	case OPT_LFILE: o->large_file = v; break;
+	}
+	return 0;
+}
+
+/* One option into a; 0, -1 for a bad value, or 1 for one not known. */
+static int set_option(struct read_args *a, int opt, const char *arg)
+{
+	int i;
+
+	switch (opt) {
+	case OPT_ENGINE:
+		if ((i = cli_choice(arg, engines)) < 0)
+			return -1;
+		a->o.engine = (uint32_t)i;
+		return 0;
+	case OPT_ORDER:
+		if ((i = cli_choice(arg, orders)) < 0)
+			return -1;
+		a->o.order = (uint32_t)i;
+		return 0;
+	case OPT_CHECKSUM: a->checksum = true; return 0;
+	case OPT_STATS: a->stats = true; return 0;
+	case OPT_JSON: a->json = true; return 0;
+	case '0': a->nul = true; return 0;
+	case OPT_NOFOLLOW: a->o.flags |= BFO_READ_NOFOLLOW; return 0;
+	case OPT_STOP: a->o.flags |= BFO_READ_STOP_ON_ERROR; return 0;
+	case OPT_META: a->o.flags |= BFO_READ_METADATA_ONLY; return 0;
+	case OPT_PROGRESS: a->progress = 1; return 0;
+	case OPT_NOPROGRESS: a->progress = 0; return 0;
+	case OPT_SORTBUF: return cli_size(arg, 0, SORT_BUFFER_MAX, &a->sort_buffer);
+	case OPT_WFILES: case OPT_QD: case OPT_THREADS:
+	case OPT_WBYTES: case OPT_ARENA: case OPT_GAP: case OPT_MAXIO:
+	case OPT_LEXT: case OPT_LFILE:
+		return set_knob(&a->o, opt, arg);
+	}
+	return 1;
+}
+
+/* The command line into a: -1 to go on, or the exit status (--help, or a
+ * usage error named on stderr). */
+static int parse_args(int argc, char **argv, bool plan, struct read_args *a)
+{
+	int c;
+
+	*a = (struct read_args){ .plan = plan, .progress = -1, .sort_buffer = SORT_BUFFER_DEFAULT };
+	bfo_opts_init(&a->o);
+	if (plan)
+		a->o.flags |= BFO_READ_PLAN_ONLY;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "0h", longopts, NULL)) != -1) {
+		if (c == 'h') {
+			cli_usage(stdout);
+			return 0;
+		}
+		int r = set_option(a, c, optarg);
+
+		if (r < 0) {
+			fprintf(stderr, "bfo: invalid value '%s'\n", optarg);
+			return CLI_EXIT_USAGE;
+		}
+		if (r > 0) {
+			cli_usage(stderr);
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "bfo: no PATH given\n");
+		cli_usage(stderr);
+		return CLI_EXIT_USAGE;
+	}
+	a->paths = argv + optind;
+	a->npaths = argc - optind;
+	return -1;
+}
+
+/* ------------------------------------------------------------- the batch */
+
+struct reader {
+	const struct read_args *a;
+	struct bfo_ctx *ctx;
+	struct read_input in;
+	char **paths;                 /* taken from the input, not yet all submitted */
+	unsigned npaths, pos;
+	bool input_done, finished, any_failed;
+	struct bfo_file *files;
+	struct checksums sums;
+	struct cli_progress prog;
+};
+
+/* The next chunk of paths from the input, the last chunk's freed (the
+ * library copied them). */
+static void take_paths(struct reader *r)
+{
+	for (unsigned i = 0; i < r->npaths; i++) {
+		free(r->paths[i]);
+		r->paths[i] = NULL;
+	}
+	r->npaths = r->pos = 0;
+	while (!r->input_done && r->npaths < SUBMIT_CHUNK) {
+		char *p = input_next(&r->in);
+
+		if (!p) {
+			r->input_done = true;
+			break;
+		}
+		r->paths[r->npaths++] = p;
+	}
+}
+
+/* Keeps the library's input queue full, and finishes the batch once the
+ * input is exhausted.  Returns whether any path went in. */
+static bool feed(struct reader *r)
+{
+	bool progressed = false;
+
+	while (!r->finished && !interrupted) {
+		if (r->pos == r->npaths)
+			take_paths(r);
+		if (r->pos < r->npaths) {
+			int ret = bfo_read_submit(r->ctx, (const char *const *)r->paths + r->pos,
+						  r->npaths - r->pos);
+
+			if (ret < 0) {
+				fprintf(stderr, "bfo: submit: %s\n", bfo_strerror(ret));
+				break;
+			}
+			r->pos += (unsigned)ret;
+			progressed |= ret > 0;
+			if (r->pos < r->npaths)
+				break;   /* queue full: consume results first */
+			continue;
+		}
+		if (r->input_done) {
+			bfo_read_submit(r->ctx, NULL, 0);   /* a batch of no paths */
+			bfo_read_finish(r->ctx);
+			r->finished = true;
+		}
+	}
+	return progressed;
+}
+
+static void name_failure(const struct bfo_file *f, bool nofollow)
+{
+	if (f->status == -EINVAL)
+		fprintf(stderr, "bfo: %s: not a regular file\n", f->path);
+	else if (f->status == -ELOOP && nofollow)
+		fprintf(stderr, "bfo: %s: is a symbolic link (--no-follow)\n", f->path);
+	else
+		fprintf(stderr, "bfo: %s: %s\n", f->path, bfo_strerror(f->status));
+}
+
+/* Results of one wait: failures named, checksums taken. */
+static void take_results(struct reader *r, int k)
+{
+	const struct bfo_opts *o = &r->a->o;
+
+	for (int i = 0; i < k; i++) {
+		const struct bfo_file *f = &r->files[i];
+
+		if (f->status < 0) {
+			r->any_failed = true;
+			name_failure(f, o->flags & BFO_READ_NOFOLLOW);
+		}
+		if (r->a->checksum)
+			checksum_file(&r->sums, f, !r->a->plan && !(o->flags & BFO_READ_METADATA_ONLY));
+	}
+	bfo_read_release(r->ctx, r->files, (unsigned)k);
+	if (cli_progress_due(&r->prog)) {
+		struct bfo_stats st;
+
+		bfo_read_stats(r->ctx, &st);
+		cli_progress_tick(&r->prog, st.files_ok + st.files_failed, st.bytes, false);
+	}
+}
+
+/* Submits and waits until the batch is over.  Returns 0, or the exit
+ * status of an interrupted (130) or failed (2) batch. */
+static int run_batch(struct reader *r)
+{
+	int status = 0;
+
+	for (;;) {
+		if (interrupted) {
+			bfo_read_cancel(r->ctx);
+			status = CLI_EXIT_INTERRUPTED;
+		}
+		bool progressed = feed(r);
+		int k = bfo_read_wait(r->ctx, r->files, WAIT_MAX,
+				      r->finished || interrupted ? -1 : (progressed ? 0 : 100));
+
+		if (k == 0)
+			return status;
+		if (k == -ETIME || k == -EAGAIN)
+			continue;
+		if (k < 0) {
+			fprintf(stderr, "bfo: %s\n", bfo_strerror(k));
+			bfo_read_cancel(r->ctx);
+			while (bfo_read_wait(r->ctx, r->files, WAIT_MAX, -1) > 0)
+				;
+			return CLI_EXIT_USAGE;
+		}
+		take_results(r, k);
+	}
+}
+
+/* ------------------------------------------------------------- command */
+
+static int start(struct reader *r)
+{
+	const struct bfo_opts *o = &r->a->o;
+	int ret = bfo_ctx_create(&r->ctx, o);
+
+	if (ret) {
+		fprintf(stderr, "bfo: cannot start the %s engine: %s\n",
+			bfo_engine_name((int)o->engine), bfo_strerror(ret));
+		if (ret == -EOPNOTSUPP)
+			fprintf(stderr, "bfo: io_uring is unavailable here; --engine portable works everywhere\n");
+		return CLI_EXIT_USAGE;
+	}
+	cli_on_signals(on_signal);
+	r->paths = calloc(SUBMIT_CHUNK, sizeof(*r->paths));
+	r->files = malloc(WAIT_MAX * sizeof(*r->files));
+	if (!r->paths || !r->files) {
+		perror("bfo");
+		return CLI_EXIT_USAGE;
+	}
+	r->in = (struct read_input){ .args = r->a->paths, .nargs = r->a->npaths, .nul = r->a->nul,
+				     .nofollow = o->flags & BFO_READ_NOFOLLOW,
+				     .sort_buffer = r->a->sort_buffer };
+	cli_progress_init(&r->prog, NULL, r->a->progress);
+	/* The first results show at once, as bfo read has always shown them
+	 * (cp and write wait a quarter second). */
+	r->prog.last = 0;
+	return 0;
+}
+
+int cmd_read(int argc, char **argv, bool plan)
+{
+	struct read_args a;
+	struct reader r = { .a = &a };
+	struct bfo_stats st;
+	int status = parse_args(argc, argv, plan, &a);
+
+	if (status >= 0)
+		return status;
+	status = start(&r);
+	if (status)
+		return status;
+	status = run_batch(&r);
+	cli_progress_tick(&r.prog, 0, 0, true);
+	bfo_read_stats(r.ctx, &st);
+	if (a.stats)
+		print_stats(r.ctx, &st, plan, r.in.skipped);
+	if (a.json)
+		print_json(&st, r.in.skipped);
+	fflush(stdout);
+	bfo_ctx_destroy(r.ctx);
+	for (unsigned i = 0; i < SUBMIT_CHUNK; i++)
+		free(r.paths[i]);
+	free(r.paths);
+	free(r.files);
+	input_end(&r.in);
+	if (status)
+		return status;
+	return r.any_failed || r.in.walk_errors ? CLI_EXIT_SOME_FAILED : 0;
+}
