@@ -134,7 +134,34 @@ static int write_stream(struct wr *r, bool tar)
 	return ret;
 }
 
-int cmd_write(int argc, char **argv)
+struct write_args {
+	struct bfo_write_opts wo;
+	bool tar, stats;
+	uint64_t batch_bytes, batch_entries;
+	const char *dir;
+};
+
+static void help(void)
+{
+	printf("usage: bfo write [--tar] [--durability none|batch|each] [--replace]\n"
+	       "                 [--batch-bytes SIZE] [--batch-files N] DIR < STREAM\n\n"
+	       "Entries are written in batches of --batch-bytes (default 64M) or --batch-files\n"
+	       "(default 16384), whichever fills first; each batch is journaled before its\n"
+	       "data, and with --durability batch (the default) everything is durable when\n"
+	       "bfo write returns (batches share syncfs calls, at most 64 per call).\n\n"
+	       "The simple format, one record per entry (PATH relative to DIR, to the end of the line):\n"
+	       "  f MODE MTIME SIZE PATH\\n followed by SIZE bytes    a regular file\n"
+	       "  d MODE MTIME PATH\\n                                 a directory\n"
+	       "  l MODE MTIME LENGTH PATH\\n followed by the target  a symbolic link\n"
+	       "MODE in octal up to 7777, MTIME in seconds since the epoch (.NANOSECONDS allowed,\n"
+	       "- for now), SIZE up to 2^63-1, LENGTH 1 to 4095, PATH up to 32767 bytes.\n"
+	       "--tar reads a tar archive instead (gnu, pax, ustar; gzip, bzip2, xz, lzma, lzip,\n"
+	       "zstd, lz4 or compress).  A malformed or truncated stream stops with exit status 2;\n"
+	       "the entries before it are written, the one it stopped in is not.\n");
+}
+
+/* The command line into a: -1 to go on, or the exit status. */
+static int parse_args(int argc, char **argv, struct write_args *a)
 {
 	static const struct option longopts[] = {
 		{ "tar", no_argument, 0, 't' },
@@ -145,43 +172,28 @@ int cmd_write(int argc, char **argv)
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
-	struct bfo_write_opts wo = { .size = sizeof(wo) };
-	struct wr r = { .batch_bytes = WBATCH_BYTES, .batch_entries = WBATCH_ENTRIES };
-	bool tar = false, stats = false;
-	int opt, ret;
+	int opt;
 
+	*a = (struct write_args){ .wo = { .size = sizeof(a->wo) }, .batch_bytes = WBATCH_BYTES,
+				  .batch_entries = WBATCH_ENTRIES };
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "tfh", longopts, NULL)) != -1) {
-		int w = cli_write_opt(opt, optarg, &wo);
+		int w = cli_write_opt(opt, optarg, &a->wo);
 
 		if (w < 0)
 			goto usage;
 		if (w)
 			continue;
 		switch (opt) {
-		case 't': tar = true; break;
-		case 'S': stats = true; break;
+		case 't': a->tar = true; break;
+		case 'S': a->stats = true; break;
 		case 'B':
 		case 'F':
-			if (cli_size(optarg, 1, UINT64_MAX, opt == 'B' ? &r.batch_bytes : &r.batch_entries))
+			if (cli_size(optarg, 1, UINT64_MAX, opt == 'B' ? &a->batch_bytes : &a->batch_entries))
 				goto usage;
 			break;
 		case 'h':
-			printf("usage: bfo write [--tar] [--durability none|batch|each] [--replace]\n"
-			       "                 [--batch-bytes SIZE] [--batch-files N] DIR < STREAM\n\n"
-			       "Entries are written in batches of --batch-bytes (default 64M) or --batch-files\n"
-			       "(default 16384), whichever fills first; each batch is journaled before its\n"
-			       "data, and with --durability batch (the default) everything is durable when\n"
-			       "bfo write returns (batches share syncfs calls, at most 64 per call).\n\n"
-			       "The simple format, one record per entry (PATH relative to DIR, to the end of the line):\n"
-			       "  f MODE MTIME SIZE PATH\\n followed by SIZE bytes    a regular file\n"
-			       "  d MODE MTIME PATH\\n                                 a directory\n"
-			       "  l MODE MTIME LENGTH PATH\\n followed by the target  a symbolic link\n"
-			       "MODE in octal up to 7777, MTIME in seconds since the epoch (.NANOSECONDS allowed,\n"
-			       "- for now), SIZE up to 2^63-1, LENGTH 1 to 4095, PATH up to 32767 bytes.\n"
-			       "--tar reads a tar archive instead (gnu, pax, ustar; gzip, bzip2, xz, lzma, lzip,\n"
-			       "zstd, lz4 or compress).  A malformed or truncated stream stops with exit status 2;\n"
-			       "the entries before it are written, the one it stopped in is not.\n");
+			help();
 			return 0;
 		default:
 			goto usage;
@@ -189,47 +201,65 @@ int cmd_write(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		goto usage;
-	r.owner = geteuid() == 0;
+	a->dir = argv[optind];
 	/* Durable when the command returns: batches may share a syncfs. */
-	if (wo.durability == BFO_DURABILITY_BATCH)
-		wo.durability = BFO_DURABILITY_CLOSE;
-	ret = bfo_writer_open(&r.w, argv[optind], &wo);
-	if (ret) {
-		cli_dest_error("write", argv[optind], ret);
-		return CLI_EXIT_USAGE;
-	}
-	cli_progress_init(&r.prog, "written", -1);
-	ret = write_stream(&r, tar);
-	wr_flush(&r);
+	if (a->wo.durability == BFO_DURABILITY_BATCH)
+		a->wo.durability = BFO_DURABILITY_CLOSE;
+	return -1;
+usage:
+	fprintf(stderr, "usage: bfo write [--tar] [--durability none|batch|each] [--replace] DIR < STREAM\n");
+	return CLI_EXIT_USAGE;
+}
 
+/* Closes the writer, --stats naming how long its close took: the
+ * durability point of deferred batches. */
+static void close_writer(struct wr *r, const char *dir, bool stats)
+{
 	struct bfo_write_stats st;
+	uint64_t t_close;
+	int ret;
 
-	bfo_writer_stats(r.w, &st);
-	/* Close is the durability point of deferred batches: timed apart. */
-	uint64_t t_close = cli_now_ns();
-	int cret = bfo_writer_close(r.w);
-
+	bfo_writer_stats(r->w, &st);
+	t_close = cli_now_ns();
+	ret = bfo_writer_close(r->w);
 	t_close = cli_now_ns() - t_close;
-
-	if (cret) {
-		fprintf(stderr, "bfo: write: %s: %s\n", argv[optind], bfo_strerror(cret));
-		r.errors++;
+	if (ret) {
+		fprintf(stderr, "bfo: write: %s: %s\n", dir, bfo_strerror(ret));
+		r->errors++;
 	}
-	cli_progress_tick(&r.prog, r.files, r.total, true);
+	cli_progress_tick(&r->prog, r->files, r->total, true);
 	if (stats)
 		fprintf(stderr, "bfo write: %" PRIu64 " entries, %.1f MB, %" PRIu64 " errors; engine %s, "
 			"%" PRIu64 " batches, %" PRIu64 " syncs, %" PRIu64 " clones; seconds: manifest %.3f, "
 			"data %.3f, sync %.3f, close %.3f\n",
-			r.files, (double)r.total / 1e6, r.errors, bfo_wengine_name((int)st.engine),
+			r->files, (double)r->total / 1e6, r->errors, bfo_wengine_name((int)st.engine),
 			st.batches, st.syncs, st.clones, (double)st.ns_manifest / 1e9,
 			(double)st.ns_data / 1e9, (double)st.ns_sync / 1e9, (double)t_close / 1e9);
+}
+
+int cmd_write(int argc, char **argv)
+{
+	struct write_args a;
+	struct wr r;
+	int ret = parse_args(argc, argv, &a);
+
+	if (ret >= 0)
+		return ret;
+	r = (struct wr){ .batch_bytes = a.batch_bytes, .batch_entries = a.batch_entries,
+			 .owner = geteuid() == 0 };
+	ret = bfo_writer_open(&r.w, a.dir, &a.wo);
+	if (ret) {
+		cli_dest_error("write", a.dir, ret);
+		return CLI_EXIT_USAGE;
+	}
+	cli_progress_init(&r.prog, "written", -1);
+	ret = write_stream(&r, a.tar);
+	wr_flush(&r);
+	close_writer(&r, a.dir, a.stats);
 	free(r.e);
 	if (ret < 0)
 		return CLI_EXIT_USAGE;
 	return r.errors ? CLI_EXIT_SOME_FAILED : 0;
-usage:
-	fprintf(stderr, "usage: bfo write [--tar] [--durability none|batch|each] [--replace] DIR < STREAM\n");
-	return CLI_EXIT_USAGE;
 }
 
 int cmd_recover(int argc, char **argv)
