@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Extract: tar's calls while it extracts.  Its new files' fds are captured,
+ * their write()s buffered and their fd metadata deferred into the queue;
+ * a call that may depend on a pending file flushes it first; a call the
+ * plugin does not defer hands the file back to libc.
+ */
+#include "extract.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct extract_state ex = { .errfd = -1 };
+
+/* tar opened path for writing, fd is the new file: capture it. */
+static void capture(int dirfd, int fd, const char *path)
+{
+	struct wfile *w;
+	struct stat sb;
+	int di;
+
+	if (fd >= FDTAB_MAX || ex.wtab[fd] || real_fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) ||
+	    sb.st_size != 0 || (di = note_dev(dirfd, path, sb.st_dev)) < 0)
+		return;
+	ex.dirty = 1;
+	if (!reserve((unsigned)di, dev_block((unsigned)di)) || !(w = calloc(1, sizeof(*w))))
+		return;         /* little room left: tar writes it itself */
+	w->name = strdup(path);
+	if (!w->name || queue_add(w) < 0) {
+		wfile_free(w);
+		return;
+	}
+	w->fd = fd;
+	w->dev = sb.st_dev;
+	w->ino = sb.st_ino;
+	w->di = (unsigned)di;
+	ex.wtab[fd] = w;
+	counters.xfiles++;
+}
+
+struct wfile *captured(int fd)
+{
+	return (unsigned)fd < FDTAB_MAX ? ex.wtab[fd] : NULL;
+}
+
+static int defer(struct wfile *w, const struct meta *m)
+{
+	if (w->nm == w->mcap) {
+		unsigned nc = w->mcap ? 2 * w->mcap : 4;
+		struct meta *p = realloc(w->m, nc * sizeof(*p));
+
+		if (!p)
+			return -1;
+		w->m = p;
+		w->mcap = nc;
+	}
+	w->m[w->nm++] = *m;
+	return 0;
+}
+
+/* A write-open of tar's (extract or not), before and after the real call. */
+int write_open(int flags)
+{
+	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+}
+
+void before_open(int dirfd, const char *path, int flags, int by_openat)
+{
+	if (!write_open(flags))
+		return;
+	if ((flags & O_CREAT) && by_openat)     /* tar's extract opens; its archive uses open() */
+		start_extracting();
+	if (!((flags & O_CREAT) && (flags & O_EXCL)))
+		flush_if_pending(dirfd, path, (flags & O_NOFOLLOW) != 0);
+}
+
+void after_open(int dirfd, int fd, const char *path, int flags)
+{
+	struct stat sb;
+
+	if (fd < 0)
+		return;
+	if ((flags & O_ACCMODE) == O_WRONLY && (flags & O_CREAT) &&
+	    (flags & (O_EXCL | O_TRUNC)) && !(flags & (O_APPEND | O_PATH | O_DIRECT | O_SYNC | O_DSYNC)) &&
+	    !(flags & __O_TMPFILE)) {
+		capture(dirfd, fd, path);
+		return;
+	}
+	/* A file opened some other way (O_PATH for metadata, read) may be a
+	 * pending one: what tar then sees must be complete. */
+	if (pending() && real_fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && pending_inode(sb.st_dev, sb.st_ino))
+		flush_queue();
+}
+
+/* tar closes a captured fd: queued (we keep the fd), flushed at the bounds. */
+int close_captured(int fd)
+{
+	struct wfile *w = captured(fd);
+	int saved;
+
+	if (!w || !xenter())
+		return -1;
+	saved = errno;
+	w->closed = 1;
+	ex.wtab[fd] = NULL;
+	if (ex.nq >= QUEUE_FILES || ex.queued_bytes >= QUEUE_BYTES)
+		flush_queue_behind();
+	errno = saved;
+	leave();
+	return 0;
+}
+
+/* tar's write() to a captured fd, queued while it fits: 1, or 0 (not taken). */
+static int queue_write(struct wfile *w, int fd, const void *buf, size_t n)
+{
+	uint64_t have = w->written + w->len;
+
+	if (w->nm != 0 || have + n > WFILE_MAX ||
+	    !reserve(w->di, blocks_of(w->di, have + n) - blocks_of(w->di, have)) ||
+	    ex.wtab[fd] != w)
+		return 0;
+	if (w->len + n > w->cap) {
+		size_t nc = w->cap ? w->cap : 4096;
+		char *p;
+
+		while (nc < w->len + n)
+			nc *= 2;
+		p = realloc(w->buf, nc);
+		if (p) {
+			w->buf = p;
+			w->cap = nc;
+		}
+	}
+	if (w->len + n > w->cap)
+		return 0;
+	memcpy(w->buf + w->len, buf, n);
+	w->len += n;
+	ex.queued_bytes += n;
+	counters.xbytes += n;
+	if (ex.queued_bytes >= QUEUE_BYTES)
+		flush_queue_behind();   /* the files tar closed; this one stays */
+	return 1;
+}
+
+/* 1: taken (tar's write() returns n); 0: libc writes it. */
+int write_captured(int fd, const void *buf, size_t n)
+{
+	int saved, took;
+
+	if (!captured(fd) || !xenter())
+		return 0;
+	saved = errno;
+	took = queue_write(captured(fd), fd, buf, n);
+	if (!took)
+		detach(fd);     /* large, or written after its metadata: libc */
+	errno = saved;
+	leave();
+	return took;
+}
+
+static int defer_hook(int fd, const struct meta *m)
+{
+	struct wfile *w = captured(fd);
+	int r = -1;
+
+	if (w && xenter()) {
+		int saved = errno;
+
+		r = defer(w, m);
+		if (r < 0)
+			detach(fd);
+		errno = saved;
+		leave();
+	}
+	return r;
+}
+
+/* futimens(fd), utimensat(fd, NULL), fchown(fd), fchmod(fd): 0 if deferred. */
+int defer_times(int fd, const struct timespec ts[2])
+{
+	struct meta m = { .op = M_TIMES, .null_ts = !ts };
+
+	if (ts)
+		m.ts[0] = ts[0], m.ts[1] = ts[1];
+	return defer_hook(fd, &m);
+}
+
+int defer_chown(int fd, uid_t uid, gid_t gid)
+{
+	struct meta m = { .op = M_CHOWN, .uid = uid, .gid = gid };
+
+	return defer_hook(fd, &m);
+}
+
+int defer_chmod(int fd, mode_t mode)
+{
+	struct meta m = { .op = M_CHMOD, .mode = mode };
+
+	return defer_hook(fd, &m);
+}
+
+/* Name-based calls: flushed first when they reach a pending file. */
+void by_name(int dirfd, const char *path, int flags)
+{
+	if (ex.extracting)
+		ex.dirty = 1;      /* metadata by name: committed at exit too */
+	if (pending() && xenter()) {
+		int saved = errno;
+
+		if ((flags & AT_EMPTY_PATH) && path && !*path && captured(dirfd))
+			detach(dirfd);
+		else
+			flush_if_pending(dirfd, path, (flags & AT_SYMLINK_NOFOLLOW) != 0);
+		errno = saved;
+		leave();
+	}
+}
+
+/* utimensat() by name: metadata committed at exit too; flushed first when
+ * it reaches a pending file. */
+void note_metadata_by_name(int dirfd, const char *path, int flags)
+{
+	int saved;
+
+	if (!ex.extracting || !xenter())
+		return;
+	saved = errno;
+	ex.dirty = 1;
+	flush_if_pending(dirfd, path, (flags & AT_SYMLINK_NOFOLLOW) != 0);
+	errno = saved;
+	leave();
+}
+
+/* Calls that may depend on any pending file (links, renames, unlinks). */
+void flush_all_first(void)
+{
+	if (pending() && xenter()) {
+		int saved = errno;
+
+		flush_queue();
+		errno = saved;
+		leave();
+	}
+}
+
+/* tar creates something by name: extraction has begun; it takes room. */
+void note_extracting(void)
+{
+	if (xenter()) {
+		start_extracting();
+		charge_name();
+		leave();
+	}
+}
+
+/* A stat that finds a pending file: flushed, then asked again. */
+int stat_saw_pending(int r, const struct stat *sb)
+{
+	int again = 0;
+
+	if (r == 0 && pending() && S_ISREG(sb->st_mode) && xenter()) {
+		int saved = errno;
+
+		if (pending_inode(sb->st_dev, sb->st_ino)) {
+			flush_queue();
+			again = 1;
+		}
+		errno = saved;
+		leave();
+	}
+	return again;
+}
+
+/* Calls we do not defer on a captured fd: written out, handed to libc. */
+void give_back(int fd)
+{
+	if (captured(fd) && xenter()) {
+		int saved = errno;
+
+		detach(fd);
+		errno = saved;
+		leave();
+	}
+}
+
+int extracting(void)
+{
+	return ex.extracting;
+}
+
+/* After fork(): the flusher and the syncer stayed in the parent. */
+void extract_forget(void)
+{
+	flusher_forget();
+}

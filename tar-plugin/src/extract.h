@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Extract (tar -x): writing the files tar extracts through libbfo.
+ *
+ * GNU tar (1.34) extracts a regular file like this (strace):
+ *
+ *	openat(dirfd, name, O_WRONLY|O_CREAT|O_EXCL|O_NOCTTY|O_NONBLOCK|O_CLOEXEC)
+ *	write()...
+ *	futimens(F) fchown(F) fchmod(F)     (utimensat(F, NULL...))
+ *	close(F)
+ *
+ * and directories, symlinks and hard links by name (mkdirat, symlinkat,
+ * linkat, utimensat/fchownat/fchmodat by name).  The plugin keeps the fd
+ * tar opened (the file is written through that fd, never re-opened by
+ * name), buffers its write()s, defers its fd-based metadata calls in tar's
+ * order and, at tar's close(), queues the fd.  The queue is flushed (one
+ * bfo_fdwrite() of all pending data, then the metadata in order, then the
+ * closes; on the flusher thread, extract_flusher.c, when only full) when
+ * it holds QUEUE_FILES files or QUEUE_BYTES bytes, before any call that
+ * may depend on a pending file (a name-based call that reaches one, a hard
+ * link, rename or unlink, a write-open without O_EXCL, a stat that finds
+ * one), when tar closes its archive and at exit, followed by one syncfs()
+ * per file system (BFO_TAR_DURABILITY=none: no syncfs; see the syncer for
+ * the ones before).  Data is queued only while it surely fits on its file
+ * system (extract_space.c): a full file system is met by tar's own
+ * write().  A file that grows beyond WFILE_MAX, or on which tar seeks,
+ * truncates, syncs or dups (sparse members), is written out and handed
+ * back to libc.  A deferred write or metadata call that fails is reported
+ * the way tar reports it ("tar: NAME: Cannot write: ...") and tar's exit
+ * status becomes 2.
+ */
+#ifndef BFO_TAR_EXTRACT_H
+#define BFO_TAR_EXTRACT_H
+
+#include "bfo_tar.h"
+
+#define QUEUE_FILES   1024u
+#define QUEUE_BYTES   (64ull << 20)
+#define WFILE_MAX     (1ull << 20)
+#define MAX_DEVS      16
+
+enum meta_op { M_TIMES, M_CHOWN, M_CHMOD };
+
+struct meta {
+	int op;
+	struct timespec ts[2];
+	int null_ts;
+	uid_t uid;
+	gid_t gid;
+	mode_t mode;
+};
+
+struct wfile {
+	int fd;
+	int closed;             /* tar closed it; we still hold the fd */
+	char *name;             /* as tar named it, for messages */
+	dev_t dev;
+	ino_t ino;
+	unsigned di;            /* index of its file system in devs[] */
+	uint64_t written;       /* bytes already in the file */
+	char *buf;              /* bytes after that, not yet written */
+	size_t len, cap;
+	struct meta *m;
+	unsigned nm, mcap;
+};
+
+/* Extraction's state on tar's thread (extract.c). */
+struct extract_state {
+	struct wfile *wtab[FDTAB_MAX];  /* captured fds */
+	struct wfile **queue;           /* files with pending data or metadata, tar's order */
+	unsigned nq, qcap;
+	uint64_t queued_bytes;
+	int extracting;                 /* tar created something */
+	int dirty;                      /* something to commit at the end */
+	int deferred_failed;            /* a deferred call failed: tar's status becomes 2 */
+	/* Messages go where tar's stderr went, through our own copy of it: at
+	 * exit tar has closed stderr already (and stdout: no fflush then). */
+	int errfd;
+	int exiting;
+};
+
+extern struct extract_state ex;
+
+/* extract_end.c */
+void say(const char *name, const char *what, int err);
+void report(const struct wfile *w, const char *what, int err);
+void start_extracting(void);
+void final_flush(void);
+
+/* extract_queue.c */
+void wfile_free(struct wfile *w);
+int queue_add(struct wfile *w);
+void write_out(struct wfile **q, unsigned n);
+void flush_queue(void);
+void detach(int fd);
+int pending_inode(dev_t dev, ino_t ino);
+void flush_if_pending(int dirfd, const char *path, int nofollow);
+
+/* extract_flusher.c */
+void flush_queue_behind(void);
+void wait_generation(void);
+int generation_has(dev_t dev, ino_t ino);
+int generation_in_flight(void);
+void syncer_quiet(void);
+int syncer_error(unsigned i);
+void flusher_forget(void);
+
+/* extract_space.c */
+int known_dev(dev_t dev);
+int note_dev(int dirfd, const char *path, dev_t dev);
+int reserve(unsigned i, uint64_t bytes);
+uint64_t blocks_of(unsigned i, uint64_t n);
+uint64_t dev_block(unsigned i);
+void charge_name(void);
+void space_forget_looks(void);
+unsigned space_ndevs(void);
+int dev_fd(unsigned i);
+
+#endif

@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Extract: the queue of files tar wrote and closed whose data and
+ * metadata are not out yet, and writing it out (one bfo_fdwrite() of all
+ * its data, then each file's metadata in tar's order, then the closes).
+ */
+#include "extract.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void wfile_free(struct wfile *w)
+{
+	free(w->buf);
+	free(w->m);
+	free(w->name);
+	free(w);
+}
+
+int queue_add(struct wfile *w)
+{
+	if (ex.nq == ex.qcap) {
+		unsigned nc = ex.qcap ? 2 * ex.qcap : 1024;
+		struct wfile **p = realloc(ex.queue, nc * sizeof(*p));
+
+		if (!p)
+			return -1;
+		ex.queue = p;
+		ex.qcap = nc;
+	}
+	ex.queue[ex.nq++] = w;
+	return 0;
+}
+
+/* Deferred metadata, in tar's order; failures reported as tar words them. */
+static void apply_meta(struct wfile *w)
+{
+	char what[96];
+
+	for (unsigned i = 0; i < w->nm; i++) {
+		struct meta *m = &w->m[i];
+
+		switch (m->op) {
+		case M_TIMES:
+			if (real_futimens(w->fd, m->null_ts ? NULL : m->ts) < 0)
+				report(w, "Cannot utime", errno);
+			break;
+		case M_CHOWN:
+			if (real_fchown(w->fd, m->uid, m->gid) < 0) {
+				snprintf(what, sizeof(what), "Cannot change ownership to uid %lu, gid %lu",
+					 (unsigned long)m->uid, (unsigned long)m->gid);
+				report(w, what, errno);
+			}
+			break;
+		case M_CHMOD:
+			if (real_fchmod(w->fd, m->mode) < 0) {
+				snprintf(what, sizeof(what), "Cannot change mode to %04o", (unsigned)m->mode);
+				report(w, what, errno);
+			}
+			break;
+		}
+	}
+	w->nm = 0;
+}
+
+/*
+ * The data of q[0..n) in one batch, then each file's metadata in tar's
+ * order.  Runs on tar's thread (flush_queue) or on the flusher (a
+ * generation of closed files): it touches nothing but the files.
+ */
+void write_out(struct wfile **q, unsigned n)
+{
+	struct bfo_fdwrite_entry *e;
+	unsigned m = 0;
+
+	e = calloc(n, sizeof(*e));
+	for (unsigned i = 0; i < n; i++) {
+		struct wfile *w = q[i];
+
+		if (!w->len)
+			continue;
+		if (e) {
+			e[m].fd = w->fd;
+			e[m].buf = w->buf;
+			e[m].length = w->len;
+			e[m].offset = w->written;
+			m++;
+		} else {        /* no memory for the batch: one by one */
+			struct bfo_fdwrite_entry one = { .fd = w->fd, .buf = w->buf,
+							 .length = w->len, .offset = w->written };
+
+			if (bfo_fdwrite(&one, 1, BFO_FDWRITE_PORTABLE) != 0)
+				report(w, "Cannot write", one.status < 0 ? -one.status : EIO);
+			w->written += one.done;
+			w->len = 0;
+		}
+	}
+	if (e && m) {
+		int r = bfo_fdwrite(e, m, 0);
+
+		for (unsigned i = 0, k = 0; i < n && k < m; i++) {
+			struct wfile *w = q[i];
+
+			if (!w->len)
+				continue;
+			if (r < 0)
+				e[k].status = r;
+			if (e[k].status < 0)
+				report(w, "Cannot write", -e[k].status);
+			w->written += e[k].done;
+			w->len = 0;
+			k++;
+		}
+	}
+	free(e);
+	for (unsigned i = 0; i < n; i++)
+		apply_meta(q[i]);
+}
+
+/*
+ * Write every queued file's data in one batch, then each file's metadata
+ * in tar's order, then close what tar closed, after the generation in
+ * flight.  Files tar still has open stay captured (their next bytes go
+ * after what was written).
+ */
+void flush_queue(void)
+{
+	unsigned kept = 0;
+
+	wait_generation();
+	if (!ex.nq)
+		return;
+	counters.xflushes++;
+	write_out(ex.queue, ex.nq);
+	for (unsigned i = 0; i < ex.nq; i++) {
+		struct wfile *w = ex.queue[i];
+
+		if (w->closed) {
+			real_close(w->fd);
+			wfile_free(w);
+		} else {
+			if (w->cap > (64u << 10)) {
+				free(w->buf);
+				w->buf = NULL;
+				w->cap = 0;
+			}
+			ex.queue[kept++] = w;   /* still tar's: stays queued */
+		}
+	}
+	ex.nq = kept;
+	ex.queued_bytes = 0;
+	space_forget_looks();
+}
+
+/* tar does something to fd we do not defer: write it out, give it back. */
+void detach(int fd)
+{
+	struct wfile *w = ex.wtab[fd];
+
+	flush_queue();
+	ex.wtab[fd] = NULL;
+	for (unsigned i = 0; i < ex.nq; i++) {
+		if (ex.queue[i] == w) {
+			memmove(&ex.queue[i], &ex.queue[i + 1], (ex.nq - i - 1) * sizeof(*ex.queue));
+			ex.nq--;
+			break;
+		}
+	}
+	real_lseek(fd, (off_t)w->written, SEEK_SET);    /* where tar's writes left it */
+	counters.xdetached++;
+	wfile_free(w);
+}
+
+/* Whether dev/ino is a file written later than tar believes. */
+int pending_inode(dev_t dev, ino_t ino)
+{
+	for (unsigned i = 0; i < ex.nq; i++)
+		if (ex.queue[i]->dev == dev && ex.queue[i]->ino == ino)
+			return 1;
+	return generation_has(dev, ino);
+}
+
+/* Files written later than tar believes: queued, or in the flusher's generation. */
+int pending(void)
+{
+	return ex.nq || generation_in_flight();
+}
+
+/* Before a name-based call on dirfd/path: flush when it reaches a pending file. */
+void flush_if_pending(int dirfd, const char *path, int nofollow)
+{
+	struct stat sb;
+
+	if (!pending())
+		return;
+	if (!path || real_fstatat(dirfd, path, &sb, nofollow ? AT_SYMLINK_NOFOLLOW : 0) < 0 ||
+	    (S_ISREG(sb.st_mode) && pending_inode(sb.st_dev, sb.st_ino)))
+		flush_queue();  /* also when unsure */
+}
