@@ -83,7 +83,6 @@ struct settings {
 	const char *engine;     /* BFO_TAR_ENGINE; NULL: auto */
 	int durability;         /* BFO_TAR_DURABILITY; 0: none */
 	int extract;            /* BFO_TAR_EXTRACT; 0: off */
-	uint64_t sync_every;    /* BFO_TAR_SYNC_MB */
 };
 
 extern struct settings settings;

@@ -38,6 +38,7 @@
 #define QUEUE_BYTES   (64ull << 20)
 #define WFILE_MAX     (1ull << 20)
 #define MAX_DEVS      16
+#define SYNC_EVERY    (32ull << 20)   /* the syncer: a syncfs per so many bytes written (README) */
 
 enum meta_op { M_TIMES, M_CHOWN, M_CHMOD };
 
@@ -56,7 +57,7 @@ struct wfile {
 	char *name;             /* as tar named it, for messages */
 	dev_t dev;
 	ino_t ino;
-	unsigned di;            /* index of its file system in devs[] */
+	unsigned di;            /* index of its file system (extract_space.c) */
 	uint64_t written;       /* bytes already in the file */
 	char *buf;              /* bytes after that, not yet written */
 	size_t len, cap;

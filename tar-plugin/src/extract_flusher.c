@@ -33,15 +33,15 @@ static struct {
 } fl = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
 
 /*
- * The syncer: every sync_every bytes the flusher has written, a syncfs()
+ * The syncer: every SYNC_EVERY bytes the flusher has written, a syncfs()
  * of their file systems on a thread of its own, so the disk writes back
- * while tar is still creating files (the kernel would not start before
- * its dirty limit, far above a typical archive) and the syncfs at the end
- * only has the rest to do.  syncfs rather than a per-file
- * sync_file_range: writeback of many inodes at once allocates and merges
- * their blocks into large I/Os; per-file writeback issued small writes
- * and was slower than one syncfs at the end.  An error it meets is kept
- * for final_flush() (the file system reports it to one syncfs only).
+ * while tar is still creating files (the kernel would not start before its
+ * dirty limit, far above a typical archive) and the syncfs at the end only
+ * has the rest to do.  syncfs rather than a per-file sync_file_range:
+ * writeback of many inodes at once allocates and merges their blocks into
+ * large I/Os; per-file writeback issued small writes and was slower than
+ * one syncfs at the end.  An error it meets is kept for final_flush() (the
+ * file system reports it to one syncfs only).
  */
 static struct {
 	pthread_mutex_t lock;
@@ -126,7 +126,7 @@ static void *flusher(void *unused)
 			wfile_free(g[i]);
 		}
 		free(g);
-		if (sy.state > 0 && unsynced >= settings.sync_every) {
+		if (sy.state > 0 && unsynced >= SYNC_EVERY) {
 			pthread_mutex_lock(&sy.lock);
 			sy.want |= devmask;
 			pthread_cond_broadcast(&sy.cond);
@@ -166,7 +166,7 @@ static int start_flusher(void)
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);       /* signals stay tar's */
 	/* the syncer first: the flusher reads sy.state */
-	if (settings.durability && settings.sync_every) {
+	if (settings.durability) {
 		sy.state = pthread_create(&t, NULL, syncer, NULL) == 0 ? 1 : -1;
 		if (sy.state > 0)
 			pthread_detach(t);

@@ -14,7 +14,6 @@
 
 struct settings settings = {
 	.arena_bytes = 128ull << 20,
-	.sync_every = 32ull << 20,
 	.durability = 1,
 	.extract = 1,
 };
@@ -84,7 +83,6 @@ void settings_read(void)
 
 	settings.engine = setting_word("BFO_TAR_ENGINE", engines);
 	settings.arena_bytes = setting_mib("BFO_TAR_ARENA_MB", 16, 65536, settings.arena_bytes);
-	settings.sync_every = setting_mib("BFO_TAR_SYNC_MB", 0, 1048576, settings.sync_every);
 	dur = setting_word("BFO_TAR_DURABILITY", durabilities);
 	x = setting_word("BFO_TAR_EXTRACT", onoff);
 	settings.durability = !(dur && strcmp(dur, "none") == 0);
