@@ -273,11 +273,67 @@ static void cut_from(struct cut *c, struct group *g)
 }
 
 /*
- * Start lots until MAX_LOTS are in flight or memory is spoken for: the
- * files of the newest listings first, each followed by the subdirectories
- * listed ahead (more are listed as long as the lot has room), then older
- * listings.  Each lot is flushed into libbfo's open batch at once.
+ * A lot: the files of the newest listings first, each followed by the
+ * subdirectories listed ahead (more are listed as long as the lot has
+ * room), then older listings.
  */
+static void cut_lot(struct cut *c)
+{
+	for (struct group *g = cr.top; g && !c->full; g = g->older) {
+		if (g->gone || !g->listed)
+			continue;
+		cut_from(c, g);
+		for (size_t i = 0; i < g->nkids && !c->full; i++)
+			if (g->kids[i])
+				cut_from(c, g->kids[i]);
+		while (!c->full && g->next_sub < g->nd) {
+			struct group *k = list_ahead(g);
+
+			if (k)
+				cut_from(c, k);
+			else if (cr.kids_alive >= MAX_KIDS)
+				break;
+		}
+	}
+}
+
+/* The lot (batch indices first.. of bent) into libbfo's open batch, flushed
+ * at once; -1: no more lots (the plugin is off, or the batch cancelled). */
+static int submit_lot(struct cut *c, unsigned first)
+{
+	size_t done = 0;
+
+	if (ctx_start() < 0) {
+		free(c->buf);
+		for (; cr.bn > first; cr.bn--)
+			ent_landed(cr.bent[cr.bn - 1], E_DONE);
+		plugin_off();
+		return -1;
+	}
+	while (done < c->len) {
+		long k = bfo_read_submit_packed(cr.ctx, c->buf + done, c->len - done);
+
+		if (k <= 0)
+			break;
+		done += (size_t)k;
+	}
+	free(c->buf);
+	cr.batch_open = 1;
+	cr.lots[cr.nlots].end = cr.bbase + cr.bn;
+	cr.lots[cr.nlots].left = cr.lots[cr.nlots].out = cr.bn - first;
+	cr.lots[cr.nlots].bytes = c->bytes;
+	cr.nlots++;
+	counters.batches++;
+	if (done < c->len || bfo_read_flush(cr.ctx) < 0) {
+		/* Cannot happen with MAX_LOTS lots of BATCH_FILES below the
+		 * input queue; if it does, what is in flight goes to libc. */
+		bfo_read_cancel(cr.ctx);
+		return -1;
+	}
+	return 0;
+}
+
+/* Start lots until MAX_LOTS are in flight or memory is spoken for. */
 void topup(void)
 {
 	/* Only with room for a whole lot (so a lot, bounded by batch_bytes,
@@ -287,54 +343,13 @@ void topup(void)
 	       lots_bytes() + cr.batch_bytes <= cr.held_budget) {
 		struct cut c = { 0 };
 		unsigned first = cr.bn;
-		size_t done = 0;
 
-		for (struct group *g = cr.top; g && !c.full; g = g->older) {
-			if (g->gone || !g->listed)
-				continue;
-			cut_from(&c, g);
-			for (size_t i = 0; i < g->nkids && !c.full; i++)
-				if (g->kids[i])
-					cut_from(&c, g->kids[i]);
-			while (!c.full && g->next_sub < g->nd) {
-				struct group *k = list_ahead(g);
-
-				if (k)
-					cut_from(&c, k);
-				else if (cr.kids_alive >= MAX_KIDS)
-					break;
-			}
-		}
+		cut_lot(&c);
 		if (cr.bn == first) {
 			free(c.buf);
 			return;
 		}
-		if (ctx_start() < 0) {
-			free(c.buf);
-			for (; cr.bn > first; cr.bn--)
-				ent_landed(cr.bent[cr.bn - 1], E_DONE);
-			plugin_off();
+		if (submit_lot(&c, first) < 0)
 			return;
-		}
-		while (done < c.len) {
-			long k = bfo_read_submit_packed(cr.ctx, c.buf + done, c.len - done);
-
-			if (k <= 0)
-				break;
-			done += (size_t)k;
-		}
-		free(c.buf);
-		cr.batch_open = 1;
-		cr.lots[cr.nlots].end = cr.bbase + cr.bn;
-		cr.lots[cr.nlots].left = cr.lots[cr.nlots].out = cr.bn - first;
-		cr.lots[cr.nlots].bytes = c.bytes;
-		cr.nlots++;
-		counters.batches++;
-		if (done < c.len || bfo_read_flush(cr.ctx) < 0) {
-			/* Cannot happen with MAX_LOTS lots of BATCH_FILES below the
-			 * input queue; if it does, what is in flight goes to libc. */
-			bfo_read_cancel(cr.ctx);
-			return;
-		}
 	}
 }

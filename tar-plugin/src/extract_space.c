@@ -94,7 +94,7 @@ static int fs_handle(int dirfd, const char *path, dev_t dev)
 	return d;
 }
 
-/* The file system's index in devs[], or -1 (too many: its files go to libc). */
+/* The file system's index here, or -1 (too many: its files go to libc). */
 int note_dev(int dirfd, const char *path, dev_t dev)
 {
 	unsigned i;
