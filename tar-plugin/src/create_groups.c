@@ -34,6 +34,14 @@ static int cmp_ino(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* A directory without files or subdirectories has no array (NULL), which
+ * qsort() must not be given even for no elements. */
+static void sort_ents(struct ent *a, size_t n, int (*cmp)(const void *, const void *))
+{
+	if (n)
+		qsort(a, n, sizeof(*a), cmp);
+}
+
 static void group_free(struct group *g)
 {
 	for (size_t i = 0; i < g->n; i++)
@@ -176,11 +184,11 @@ static void group_listed(struct group *g)
 		return;
 	}
 	if (cr.sort == SORT_NAME) {
-		qsort(g->e, g->n, sizeof(*g->e), cmp_name);
-		qsort(g->d, g->nd, sizeof(*g->d), cmp_name);
+		sort_ents(g->e, g->n, cmp_name);
+		sort_ents(g->d, g->nd, cmp_name);
 	} else if (cr.sort == SORT_INODE) {
-		qsort(g->e, g->n, sizeof(*g->e), cmp_ino);
-		qsort(g->d, g->nd, sizeof(*g->d), cmp_ino);
+		sort_ents(g->e, g->n, cmp_ino);
+		sort_ents(g->d, g->nd, cmp_ino);
 	}
 	warm_subdirs(g);
 	while (sz < 2 * g->n)
