@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * bfo.h - Batch-File Operations: read (and later write and copy) many small
- * files as one batch, with few large I/Os sorted by disk address.
+ * bfo.h - Batch-File Operations: read, write and copy many small files as
+ * one batch, with few large I/Os sorted by disk address.
  *
  * This is libbfo's only public header.  Conventions, as in liburing:
  *  - every exported name is bfo_ + object + verb;
@@ -381,7 +381,10 @@ enum bfo_wengine {
 enum bfo_durability {
 	BFO_DURABILITY_BATCH = 0,  /* durable when bfo_writer_write() returns */
 	BFO_DURABILITY_NONE = 1,   /* page cache only, like cp; no manifest */
-	BFO_DURABILITY_EACH = 2,   /* fsync per file (for comparison) */
+	/* each file durable as it is written, before the next one is made
+	 * (like rsync --fsync): for a destination consumed file by file while
+	 * the batch goes on.  An fsync per file: slower than BATCH. */
+	BFO_DURABILITY_EACH = 2,
 	/* durable when bfo_writer_close() returns: each batch's manifest is
 	 * durable before its data, as with BATCH, but up to 64 consecutive
 	 * batches share one syncfs (at close, or when the 65th comes), so a
