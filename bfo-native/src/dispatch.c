@@ -115,10 +115,6 @@ static struct uring_state *uring_create(struct bfo_ctx *ctx, char *why, size_t l
 	};
 	int ret = -EINVAL;
 
-	if (getenv("BFO_NO_URING")) {
-		snprintf(why, len, "disabled by BFO_NO_URING");
-		return NULL;
-	}
 	u = calloc(1, sizeof(*u));
 	if (!u) {
 		snprintf(why, len, "out of memory");

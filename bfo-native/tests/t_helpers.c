@@ -6,7 +6,9 @@
 #include <limits.h>
 #include <linux/fiemap.h>
 #include <linux/fs.h>
+#include <linux/filter.h>
 #include <linux/loop.h>
+#include <linux/seccomp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,7 +16,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -22,6 +26,8 @@
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
+
+#include <linux/audit.h>
 
 #include "t_helpers.h"
 
@@ -441,6 +447,38 @@ int t_open_fds(void)
 			n++;
 	closedir(d);
 	return n - 1;    /* the directory's own descriptor */
+}
+
+#if defined(__x86_64__)
+#define T_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define T_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+void t_deny_io_uring(void)
+{
+#ifdef T_AUDIT_ARCH
+	/* A call of another architecture's table may not be judged by its
+	 * number: it is killed, as no test makes one. */
+	struct sock_filter prog[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, T_AUDIT_ARCH, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA)),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog fprog = { .len = sizeof(prog) / sizeof(prog[0]), .filter = prog };
+
+	/* Without privileges a filter needs no_new_privs; root sets it too. */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		t_skip("PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) < 0)
+		t_skip("seccomp filter: %s", strerror(errno));
+#else
+	t_skip("no seccomp filter for this architecture");
+#endif
 }
 
 /* ------------------------------------------------------------ files */

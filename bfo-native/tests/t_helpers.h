@@ -87,6 +87,13 @@ bool t_drop_caches(void);                  /* sync + drop_caches; false if refus
 long t_rss_peak_kb(void);                  /* VmHWM */
 long t_rss_kb(void);                       /* VmRSS: resident now */
 int t_open_fds(void);                      /* entries of /proc/self/fd */
+/*
+ * From now on io_uring_setup fails with ENOSYS in this process (and what
+ * it forks), as in a container whose seccomp policy refuses io_uring.  It
+ * cannot be undone: call it in a forked child (t_subtest).  Skips (exit 77)
+ * on an architecture it does not know, or where no filter can be set.
+ */
+void t_deny_io_uring(void);
 
 /* ------------------------------------------------------------ files */
 
