@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "meta.h"
 #include "walk.h"
 
 #define BATCH_MAX_ENTRIES 16384u
@@ -603,20 +604,6 @@ static const char *into_name(const char *base)
 	if (!strcmp(base, ".") || !strcmp(base, "..") || !strcmp(base, "/"))
 		return "";
 	return base;
-}
-
-static mode_t process_umask(void)
-{
-	FILE *f = fopen("/proc/self/status", "re");
-	char line[256];
-	unsigned v = 022;
-
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "Umask: %o", &v) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return (mode_t)v;
 }
 
 BFO_API int bfo_copier_create(struct bfo_copier **out, const struct bfo_opts *ropts,

@@ -162,3 +162,17 @@ int meta_apply(int fd, bool opath, const struct bfo_wentry *e, bool symlink, boo
 	}
 	return 0;
 }
+
+mode_t process_umask(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[256];
+	unsigned v = 022;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Umask: %o", &v) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return (mode_t)v;
+}

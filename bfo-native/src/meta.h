@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "bfo.h"
 
@@ -44,5 +45,10 @@ int fid_open(int dfd, const char *name, const struct fid *id);
  * Owner goes before mode: chown clears set-id bits, which chmod then sets.
  */
 int meta_apply(int fd, bool opath, const struct bfo_wentry *e, bool symlink, bool mode_done);
+
+/* The process's umask (what the writer and the copier leave out of modes),
+ * read without changing it: umask(2) reads it only by setting it, which
+ * races with other threads creating files. */
+mode_t process_umask(void);
 
 #endif

@@ -1299,22 +1299,6 @@ static int mkdir_p(const char *path)
 	return ret;
 }
 
-/* The process's umask, without changing it (umask(2) can only be read by
- * setting it, which would race with other threads creating files). */
-static mode_t read_umask(void)
-{
-	FILE *f = fopen("/proc/self/status", "re");
-	char line[256];
-	unsigned v = 022;
-
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "Umask: %o", &v) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return (mode_t)v;
-}
-
 /* Can this file system share blocks between files (FICLONERANGE)? */
 static bool probe_clone(struct bfo_writer *w)
 {
@@ -1436,7 +1420,7 @@ BFO_API int bfo_writer_open(struct bfo_writer **out, const char *root, const str
 	pthread_cond_init(&w->cond, NULL);
 	w->id = (uint32_t)(bfo_now_ns() ^ ((uint64_t)getpid() << 16) ^ (uintptr_t)w);
 	w->is_root = geteuid() == 0;
-	w->umask = read_umask();
+	w->umask = process_umask();
 	ret = mkdir_p(root);
 	if (ret)
 		goto fail;
