@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-#include "internal.h"
+#include "arena.h"
+#include "common.h"
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23  /* Linux 5.14 */

@@ -16,6 +16,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +26,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "bfo.h"
+#include "common.h"
 #include "meta.h"
 #include "walk.h"
 

@@ -18,7 +18,16 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "bfo.h"
+#include "common.h"
+#include "ctx.h"
+#include "dispatch.h"
+#include "plan.h"
+
+/* Windows planned ahead of the one being read.  Two keeps the metadata
+ * phase of the next window running while the current one is read, without
+ * holding many windows of paths and extents. */
+#define BFO_LOOKAHEAD 2
 
 /*
  * Defaults, measured on the 100,000 x 4 KiB set (cold cache, ext4 on a

@@ -18,7 +18,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "common.h"
+#include "devinfo.h"
 
 #ifndef XFS_SUPER_MAGIC
 #define XFS_SUPER_MAGIC 0x58465342

@@ -13,11 +13,15 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "bfo.h"
+#include "common.h"
+#include "pool.h"
 
 #define DIRAHEAD_THREADS 2u     /* directories read at once */
 #define DIRAHEAD_QUEUE   256u   /* directories queued, at most */

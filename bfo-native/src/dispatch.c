@@ -26,8 +26,15 @@
 
 #include <liburing.h>
 
-#include "internal.h"
+#include "common.h"
+#include "ctx.h"
+#include "dispatch.h"
+#include "fileio.h"
+#include "plan.h"
+#include "test_hooks.h"
 
+/* A changed file is re-read at most this many times before -ESTALE. */
+#define BFO_MAX_RETRIES 3
 #define UD_EVFD UINT64_MAX
 #define UD_OPEN (1ull << 62)
 /* Raw region buffers: at most this much memory, at least a few buffers. */

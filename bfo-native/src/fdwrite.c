@@ -12,7 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "bfo.h"
+#include "common.h"
 
 #define FDW_DEPTH 256u          /* entries in flight at once */
 

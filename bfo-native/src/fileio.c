@@ -11,7 +11,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "common.h"
+#include "ctx.h"
+#include "fileio.h"
+#include "plan.h"
+#include "test_hooks.h"
 
 /* Until EOF or len bytes: pread at off, or, with off UINT64_MAX, read()
  * from the file's position (pseudo files need not support pread). */

@@ -41,7 +41,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "internal.h"
+#include "common.h"
 #include "meta.h"
 #include "write.h"
 

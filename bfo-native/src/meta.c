@@ -16,7 +16,6 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "internal.h"
 #include "meta.h"
 
 #ifndef SYS_fchmodat2

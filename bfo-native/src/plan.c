@@ -20,7 +20,13 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "bfo.h"
+#include "common.h"
+#include "ctx.h"
+#include "devinfo.h"
+#include "plan.h"
+#include "pool.h"
+#include "test_hooks.h"
 
 /* Files per phase-1 task: enough to amortise the pool hand-off, few enough
  * that all threads get work in a window. */
@@ -235,7 +241,7 @@ static enum route per_file_route(struct bfo_ctx *ctx, uint8_t *engine)
 	return R_POOL;
 }
 
-/* A file whose st_size is not its size: read it to EOF (internal.h). */
+/* A file whose st_size is not its size: read it to EOF (plan.h, PSEUDO_FIRST). */
 static bool is_pseudo(const struct entry *e)
 {
 	if (!e->di)

@@ -9,7 +9,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "common.h"
+#include "pool.h"
 
 /* How much lower than the creating thread the workers run. */
 #define POOL_NICE 10

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "bfo.h"
-#include "internal.h"
+#include "common.h"
 #include "walk.h"
 
 #define WALK_THREADS 8

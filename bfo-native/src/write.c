@@ -31,7 +31,10 @@
 
 #include <liburing.h>
 
-#include "internal.h"
+#include "bfo.h"
+#include "common.h"
+#include "meta.h"
+#include "pool.h"
 #include "write.h"
 
 #define DEF_WTHREADS 16u

@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "test_hooks.h"
 #include "t_helpers.h"
 
 /* The fixed layout bindings read from a direct buffer. */

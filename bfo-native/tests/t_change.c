@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "test_hooks.h"
 #include "t_helpers.h"
 
 #define LARGE_FILE (64u << 10)

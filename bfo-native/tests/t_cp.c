@@ -62,7 +62,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "test_hooks.h"
 #include "t_wutil.h"
 
 #define BIG ((17u << 20) + 123)

@@ -21,7 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "ctx.h"
+#include "test_hooks.h"
 #include "t_helpers.h"
 
 #define NFILES 300

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A read context: its threads, arena, devices, io_uring, the batch's
+ * windows on their way through the pipeline, and the results ring. */
+#ifndef BFO_CTX_H
+#define BFO_CTX_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bfo.h"
+#include "arena.h"
+#include "devinfo.h"
+#include "plan.h"
+#include "pool.h"
+
+enum batch_state { B_IDLE = 0, B_ACTIVE, B_FINISHED, B_STOPPING };
+
+struct ticket {
+	struct window *w;
+	struct chunk *chunk;
+	uint32_t gen;
+	uint32_t next_free;
+	bool used;
+};
+
+struct fjob;
+struct uring_state;
+
+struct bfo_ctx {
+	struct bfo_opts o;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;       /* the caller waits for results here */
+	int evfd;                  /* wakes the dispatcher */
+	pthread_t dispatcher;
+	bool dispatcher_started;
+	struct pool pool;
+	struct arena arena;
+	struct devcache devs;
+	struct uring_state *u;     /* NULL: no io_uring (portable only) */
+	char uring_why[160];
+
+	/* batch state, under lock */
+	enum batch_state bstate;
+	bool stop_on_error_hit;
+	bool shutdown;
+	uint64_t next_index;
+	uint32_t next_window_files;  /* slow start: size of the next window */
+	char *in_buf;              /* pending paths, NUL-separated */
+	size_t in_len, in_cap, in_pos;
+	uint64_t in_count;         /* paths in in_buf not yet in a window */
+	uint64_t cut_count;        /* of those, planned now even below a window (bfo_read_flush) */
+	uint32_t serial;
+	unsigned nplanning;
+	struct window *planned_head, *planned_tail;  /* phase 1 done, plan not built */
+	unsigned nplanned;
+	struct window *active;     /* dispatcher-owned, in plan order */
+	unsigned nactive;
+	struct window *retired;    /* waiting for releases */
+	struct bfo_file *res;      /* ring of entries ready for the caller */
+	size_t res_cap, res_head, res_count;
+	struct ticket *tickets;
+	uint32_t nticket, ticket_free;
+	uint32_t tickets_out;
+	struct fjob *done_jobs;    /* pool reads finished, for the dispatcher */
+	bool disp_blocked;         /* dispatcher waits for arena space */
+	unsigned inflight;         /* data reads submitted, not completed */
+	bool caller_waiting;
+	bool wake_pending;
+
+	/* statistics */
+	struct bfo_stats st;
+	uint64_t t_batch_start;
+	uint64_t t_meta_since, t_data_since;
+	uint64_t bytes_by_engine[5];
+};
+
+/* ctx.c: locking helpers and results */
+void ctx_wake_dispatcher(struct bfo_ctx *ctx);
+void ctx_feed_planner_locked(struct bfo_ctx *ctx);
+void ctx_push_result_locked(struct bfo_ctx *ctx, struct window *w, uint32_t ei,
+			    struct chunk *chunk, const void *data,
+			    uint64_t offset, uint64_t length, bool last);
+void ctx_window_put_locked(struct bfo_ctx *ctx, struct window *w);
+void ctx_update_phase_times_locked(struct bfo_ctx *ctx);
+
+#endif

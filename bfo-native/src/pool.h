@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The worker threads: tasks run in the order pushed, threads start on
+ * demand up to a bound. */
+#ifndef BFO_POOL_H
+#define BFO_POOL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+struct pool_task {
+	void (*fn)(struct pool_task *task);
+	struct pool_task *next;
+};
+
+struct pool {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct pool_task *head, *tail;
+	pthread_t *threads;
+	unsigned nthreads;      /* started so far (threads grow on demand) */
+	unsigned max;           /* at most this many */
+	unsigned idle;          /* waiting for a task */
+	unsigned queued;        /* tasks not yet taken */
+	int nice;               /* the workers' nice value (pool_start's caller + POOL_NICE) */
+	bool stop;
+};
+
+int pool_start(struct pool *p, unsigned nthreads);
+void pool_stop(struct pool *p);
+void pool_push(struct pool *p, struct pool_task *t);
+
+#endif

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef BFO_TEST_HOOKS_H
+#define BFO_TEST_HOOKS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/*
+ * Fault injection for tests (hidden: not exported by libbfo.so; tests link
+ * the static library).  after_plan runs in the pool thread that finished a
+ * window's plan, before phase 2 can start on it; after_data runs after a
+ * file's bytes were read and before they are verified (raw and uring: before
+ * the re-stat; per-file reads: before the second fstat).  While
+ * hold_retire returns true, the dispatcher keeps windows whose entries were
+ * all queued active instead of retiring them (not when the batch stops): the
+ * caller then sees what it sees when the dispatcher is slow to retire.
+ */
+struct bfo_test_hooks {
+	void (*after_plan)(void *arg, uint32_t nfiles);
+	void (*after_data)(void *arg, const char *path);
+	bool (*hold_retire)(void *arg);
+	void *arg;
+};
+extern struct bfo_test_hooks bfo_test_hooks;
+
+#endif
