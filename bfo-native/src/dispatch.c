@@ -11,7 +11,8 @@
  * (open into a direct descriptor, linked read), and hands per-file reads to
  * the pool (portable engine, fallbacks, large files in pieces).  A raw or
  * uring file is re-stat'ed after its bytes arrive; if anything changed it is
- * read again per file rather than delivered.
+ * read again per file rather than delivered.  The ring itself, its
+ * operations, descriptor slots and region buffers are in ring.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,8 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <liburing.h>
@@ -31,44 +30,11 @@
 #include "dispatch.h"
 #include "fileio.h"
 #include "plan.h"
+#include "ring.h"
 #include "test_hooks.h"
 
 /* A changed file is re-read at most this many times before -ESTALE. */
 #define BFO_MAX_RETRIES 3
-#define UD_EVFD UINT64_MAX
-#define UD_OPEN (1ull << 62)
-/* Raw region buffers: at most this much memory, at least a few buffers. */
-#define RBUF_BUDGET (32u << 20)
-/* op.res of a region read straight into its file's buffer: no region buffer. */
-#define RBUF_NONE UINT32_MAX
-
-enum op_kind { OP_FREE = 0, OP_REGION, OP_FILE };
-
-struct op {
-	uint8_t kind;
-	struct window *w;
-	uint32_t idx;           /* region index, or entry index */
-	uint32_t res;           /* region buffer, or fixed-file slot */
-	int32_t open_err;
-	uint32_t next_free;
-};
-
-struct uring_state {
-	struct io_uring ring;
-	bool skip_success;
-	bool evfd_armed;
-	struct op *ops;
-	unsigned nops, ops_busy;
-	uint32_t op_free;
-	uint32_t *slot_free;
-	unsigned nslots, nslot_free;
-	bool slots_dirty;
-	uint8_t *rbuf;
-	size_t rbuf_size;
-	unsigned nrbuf, nrbuf_free;
-	uint32_t *rbuf_free;
-	bool rbuf_fixed, rbuf_tried;
-};
 
 struct slow_item {
 	struct window *w;
@@ -84,191 +50,6 @@ struct disp {
 	size_t sq_head, sq_count, sq_cap;
 	bool nofollow;
 };
-
-/* ---------------------------------------------------------- io_uring */
-
-static unsigned pow2_at_least(unsigned n)
-{
-	unsigned p = 1;
-
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
-static void uring_free(struct uring_state *u)
-{
-	if (!u)
-		return;
-	io_uring_queue_exit(&u->ring);
-	free(u->ops);
-	free(u->slot_free);
-	free(u->rbuf_free);
-	free(u->rbuf);
-	free(u);
-}
-
-static struct uring_state *uring_create(struct bfo_ctx *ctx, char *why, size_t len)
-{
-	struct io_uring_params p;
-	struct io_uring_probe *probe;
-	struct uring_state *u;
-	struct rlimit rl;
-	unsigned qd = ctx->o.queue_depth, entries = pow2_at_least(2 * qd + 8);
-	static const unsigned flag_sets[] = {
-		IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
-		IORING_SETUP_COOP_TASKRUN,
-		0,
-	};
-	int ret = -EINVAL;
-
-	u = calloc(1, sizeof(*u));
-	if (!u) {
-		snprintf(why, len, "out of memory");
-		return NULL;
-	}
-	/* Newest flags first; older kernels refuse them with EINVAL. */
-	for (size_t i = 0; i < sizeof(flag_sets) / sizeof(flag_sets[0]); i++) {
-		memset(&p, 0, sizeof(p));
-		p.flags = flag_sets[i] | IORING_SETUP_CQSIZE;
-		p.cq_entries = entries * 2;
-		ret = io_uring_queue_init_params(entries, &u->ring, &p);
-		if (ret != -EINVAL)
-			break;
-	}
-	if (ret < 0) {
-		snprintf(why, len, "io_uring_setup: %s", strerrordesc_np(-ret));
-		free(u);
-		return NULL;
-	}
-	probe = io_uring_get_probe_ring(&u->ring);
-	if (!probe || !io_uring_opcode_supported(probe, IORING_OP_OPENAT) ||
-	    !io_uring_opcode_supported(probe, IORING_OP_READ) ||
-	    !io_uring_opcode_supported(probe, IORING_OP_READ_FIXED) ||
-	    !io_uring_opcode_supported(probe, IORING_OP_POLL_ADD)) {
-		snprintf(why, len, "io_uring lacks openat/read/poll");
-		if (probe)
-			io_uring_free_probe(probe);
-		goto fail;
-	}
-	io_uring_free_probe(probe);
-	u->skip_success = p.features & IORING_FEAT_CQE_SKIP;
-	/* The direct-descriptor table may not exceed RLIMIT_NOFILE. */
-	u->nslots = qd;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    u->nslots > rl.rlim_cur / 2)
-		u->nslots = (unsigned)MAX(rl.rlim_cur / 2, 1);
-	ret = io_uring_register_files_sparse(&u->ring, u->nslots);
-	if (ret < 0) {
-		snprintf(why, len, "io_uring direct descriptors: %s", strerrordesc_np(-ret));
-		goto fail;
-	}
-	u->nops = qd;
-	u->ops = calloc(u->nops, sizeof(*u->ops));
-	u->slot_free = malloc(u->nslots * sizeof(*u->slot_free));
-	if (!u->ops || !u->slot_free) {
-		snprintf(why, len, "out of memory");
-		goto fail;
-	}
-	for (unsigned i = 0; i < u->nops; i++)
-		u->ops[i].next_free = i + 1 < u->nops ? i + 1 : UINT32_MAX;
-	u->op_free = 0;
-	for (unsigned i = 0; i < u->nslots; i++)
-		u->slot_free[i] = u->nslots - 1 - i;
-	u->nslot_free = u->nslots;
-	return u;
-fail:
-	uring_free(u);
-	return NULL;
-}
-
-static struct io_uring_sqe *get_sqe(struct uring_state *u)
-{
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
-
-	if (!sqe) {
-		io_uring_submit(&u->ring);
-		sqe = io_uring_get_sqe(&u->ring);
-	}
-	return sqe;
-}
-
-static uint32_t op_get(struct uring_state *u, enum op_kind kind, struct window *w,
-		       uint32_t idx, uint32_t res)
-{
-	uint32_t i = u->op_free;
-	struct op *op = &u->ops[i];
-
-	u->op_free = op->next_free;
-	op->kind = (uint8_t)kind;
-	op->w = w;
-	op->idx = idx;
-	op->res = res;
-	op->open_err = 0;
-	u->ops_busy++;
-	return i;
-}
-
-static void op_put(struct uring_state *u, uint32_t i)
-{
-	u->ops[i].kind = OP_FREE;
-	u->ops[i].next_free = u->op_free;
-	u->op_free = i;
-	u->ops_busy--;
-}
-
-/* Region buffers are made on first use, so contexts that never read raw
- * do not pay for them.  Registered (READ_FIXED) when the kernel lets us
- * pin them; plain reads otherwise. */
-static bool rbuf_ready(struct bfo_ctx *ctx, struct uring_state *u)
-{
-	if (u->rbuf)
-		return true;
-	if (u->rbuf_tried)
-		return false;
-	u->rbuf_tried = true;
-	u->rbuf_size = ctx->o.max_io + 2 * 4096;
-	u->nrbuf = (unsigned)MIN((size_t)ctx->o.queue_depth, MAX(RBUF_BUDGET / u->rbuf_size, 4));
-	if (posix_memalign((void **)&u->rbuf, 4096, u->rbuf_size * u->nrbuf)) {
-		u->rbuf = NULL;
-		return false;
-	}
-	u->rbuf_free = malloc(u->nrbuf * sizeof(*u->rbuf_free));
-	struct iovec *iov = calloc(u->nrbuf, sizeof(*iov));
-
-	if (!u->rbuf_free || !iov) {
-		free(iov);
-		free(u->rbuf);
-		u->rbuf = NULL;
-		return false;
-	}
-	for (unsigned i = 0; i < u->nrbuf; i++) {
-		u->rbuf_free[i] = i;
-		iov[i].iov_base = u->rbuf + (size_t)i * u->rbuf_size;
-		iov[i].iov_len = u->rbuf_size;
-	}
-	u->nrbuf_free = u->nrbuf;
-	u->rbuf_fixed = io_uring_register_buffers(&u->ring, iov, u->nrbuf) == 0;
-	free(iov);
-	return true;
-}
-
-static void arm_evfd(struct bfo_ctx *ctx, struct uring_state *u)
-{
-	struct io_uring_sqe *sqe = get_sqe(u);
-
-	io_uring_prep_poll_multishot(sqe, ctx->evfd, POLLIN);
-	sqe->user_data = UD_EVFD;
-	u->evfd_armed = true;
-}
-
-static void drain_evfd(struct bfo_ctx *ctx)
-{
-	uint64_t v;
-
-	while (read(ctx->evfd, &v, sizeof(v)) == sizeof(v))
-		;
-}
 
 /* ---------------------------------------------------------- delivery */
 
@@ -495,7 +276,7 @@ static bool submit_region(struct disp *d, struct window *w, uint32_t ri)
 		io_uring_prep_read(sqe, r->di->raw_fd, buf, r->len, r->phys);
 		stat_add(&d->ctx->st.direct_regions, 1);
 	} else {
-		if (!rbuf_ready(d->ctx, u) || r->len > u->rbuf_size) {
+		if (!rbuf_ready(u, d->ctx->o.max_io, d->ctx->o.queue_depth) || r->len > u->rbuf_size) {
 			region_done(d, w, ri, NULL, false);
 			return true;
 		}
@@ -593,7 +374,7 @@ static void reap(struct disp *d)
 
 		n++;
 		if (ud == UD_EVFD) {
-			drain_evfd(d->ctx);
+			drain_evfd(d->ctx->evfd);
 			if (!(cqe->flags & IORING_CQE_F_MORE))
 				u->evfd_armed = false;
 			continue;
@@ -1005,7 +786,7 @@ static void wait_events(struct disp *d)
 
 	if (d->u) {
 		if (!d->u->evfd_armed)
-			arm_evfd(ctx, d->u);
+			arm_evfd(d->u, ctx->evfd);
 		int ret = io_uring_submit_and_wait(&d->u->ring, 1);
 
 		if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {
@@ -1019,7 +800,7 @@ static void wait_events(struct disp *d)
 		struct pollfd pfd = { .fd = ctx->evfd, .events = POLLIN };
 
 		poll(&pfd, 1, -1);
-		drain_evfd(ctx);
+		drain_evfd(ctx->evfd);
 	}
 }
 
@@ -1034,7 +815,7 @@ void *dispatcher_main(void *arg)
 	d.nofollow = ctx->o.flags & BFO_READ_NOFOLLOW;
 	d.pool_max = ctx->o.threads;
 	if (ctx->o.engine != BFO_ENGINE_PORTABLE)
-		d.u = uring_create(ctx, ctx->uring_why, sizeof(ctx->uring_why));
+		d.u = uring_create(ctx->o.queue_depth, ctx->uring_why, sizeof(ctx->uring_why));
 	else
 		snprintf(ctx->uring_why, sizeof(ctx->uring_why), "not requested");
 
