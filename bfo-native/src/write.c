@@ -109,13 +109,28 @@ struct wbatch {
 	struct bfo_wentry *e;
 	uint32_t n;
 	uint32_t *order;            /* entry indices grouped by directory */
+	uint32_t nordered;          /* entries in order: all but pieces */
+	bool *piece;                /* entry i is a piece of a file in pieces */
+	bool pieces;                /* the batch has pieces */
 	char **temps;               /* REPLACE: temporary base name per entry */
 	char **first_tmp;           /* first piece of a large file: its temporary */
 	uint64_t *stem_off;         /* STEM: offset of each entry in the stem */
+	uint64_t stem_len;          /* bytes of the stem; 0: none */
+	char stem_name[112];
+	struct mentry *m;           /* the manifest's records */
+	uint32_t nm;
+	uint32_t *midx;             /* entry -> its manifest record */
+	char mname[96];
+	int mfd;                    /* the manifest (locked), or -1 */
+	bool defer;                 /* DURABILITY_CLOSE: a later syncfs covers it */
 	int ifd;                    /* the manifest's identity records, or -1 */
-	const uint32_t *midx;       /* entry -> its manifest record */
 	_Atomic uint64_t ids_off;   /* where the next identity record goes */
 	int stem_fd;
+	struct wtask *tasks;        /* one per directory of order */
+	uint32_t ntasks;
+	/* Whole regular files were written by io_uring chains (or failed
+	 * there): the pool's directory tasks skip them. */
+	bool files_done;
 	atomic_bool stop;           /* STOP_ON_ERROR hit */
 };
 
@@ -384,7 +399,7 @@ static void group_task(struct pool_task *pt)
 		struct bfo_wentry *e = &b->e[i];
 		int ret;
 
-		if (e->status)
+		if (e->status || (b->files_done && e->type == BFO_WTYPE_FILE))
 			continue;
 		if (atomic_load(&b->stop)) {
 			e->status = -ECANCELED;
@@ -954,92 +969,86 @@ static int write_stem(struct wbatch *b, const char *stem_name)
 	return ret;
 }
 
-BFO_API int bfo_writer_write(struct bfo_writer *w, struct bfo_wentry *e, unsigned n)
+static int batch_alloc(struct wbatch *b)
 {
-	struct wbatch b = { .w = w, .e = e, .n = n, .stem_fd = -1, .ifd = -1 };
-	struct mentry *m = NULL;
-	struct wtask *tasks = NULL;
-	uint32_t *midx = NULL;      /* entry -> its manifest record */
-	uint32_t nm = 0, ntasks = 0, failed = 0;
-	char mname[96], stem_name[112] = "";
-	bool *piece = NULL, pieces = false, defer = false;
-	int mfd = -1, ret = 0;
-	uint64_t t0 = bfo_now_ns(), t;
+	uint32_t n = b->n;
 
-	if (!w || (n && !e))
-		return -EINVAL;
-	if (n == 0)
-		return 0;
-	b.order = malloc(n * sizeof(*b.order));
-	b.first_tmp = calloc(n, sizeof(*b.first_tmp));
-	piece = calloc(n, sizeof(*piece));
-	m = calloc(2 * (size_t)n, sizeof(*m));
-	midx = malloc(n * sizeof(*midx));
-	b.midx = midx;
-	if (!b.order || !b.first_tmp || !piece || !m || !midx) {
-		ret = -ENOMEM;
-		goto out;
+	b->order = malloc(n * sizeof(*b->order));
+	b->first_tmp = calloc(n, sizeof(*b->first_tmp));
+	b->piece = calloc(n, sizeof(*b->piece));
+	b->m = calloc(2 * (size_t)n, sizeof(*b->m));
+	b->midx = malloc(n * sizeof(*b->midx));
+	if (!b->order || !b->first_tmp || !b->piece || !b->m || !b->midx)
+		return -ENOMEM;
+	if (b->w->o.flags & BFO_WRITE_REPLACE) {
+		b->temps = calloc(n, sizeof(*b->temps));
+		if (!b->temps)
+			return -ENOMEM;
 	}
-	if (w->o.flags & BFO_WRITE_REPLACE) {
-		b.temps = calloc(n, sizeof(*b.temps));
-		if (!b.temps) {
-			ret = -ENOMEM;
-			goto out;
-		}
+	if (b->w->engine == BFO_WENGINE_STEM) {
+		b->stem_off = malloc(n * sizeof(*b->stem_off));
+		if (!b->stem_off)
+			return -ENOMEM;
 	}
-	if (w->engine == BFO_WENGINE_STEM) {
-		b.stem_off = malloc(n * sizeof(*b.stem_off));
-		if (!b.stem_off) {
-			ret = -ENOMEM;
-			goto out;
-		}
-	}
+	return 0;
+}
 
-	/* 1. Validate, and plan: directory groups, temporaries, stem. */
-	uint32_t nordered = 0;
-	uint64_t stem_len = 0;
+/* A temporary's base name, strdup'ed, or NULL with the entry failed. */
+static char *batch_tmp_name(struct wbatch *b, uint32_t i)
+{
+	char tmp[64], *s;
+
+	tmp_name(b->w, tmp, sizeof(tmp));
+	s = strdup(tmp);
+	if (!s)
+		b->e[i].status = -ENOMEM;
+	return s;
+}
+
+/* Entry i, valid (v from validate): a piece of a file in pieces, or an
+ * entry written whole, in order, with its temporary and its stem place. */
+static void plan_entry(struct wbatch *b, uint32_t i, int v)
+{
+	struct bfo_writer *w = b->w;
+	struct bfo_wentry *e = &b->e[i];
+
+	if (v == 1) {
+		b->piece[i] = b->pieces = true;
+		/* A first piece's temporary is named now, so the manifest
+		 * lists it before it exists. */
+		if (e->offset == 0 && !(e->flags & BFO_WENTRY_ABORT) && !stream_find(w, e->path))
+			b->first_tmp[i] = batch_tmp_name(b, i);
+		return;
+	}
+	b->order[b->nordered++] = i;
+	/* REPLACE: everything but directories is made under a temporary
+	 * name and renamed over its target once the data is durable. */
+	if (b->temps && e->type != BFO_WTYPE_DIR)
+		b->temps[i] = batch_tmp_name(b, i);
+	if (b->stem_off && e->type == BFO_WTYPE_FILE && e->length >= w->blksz) {
+		b->stem_off[i] = b->stem_len;
+		b->stem_len += ALIGN_UP(e->length, w->blksz);
+	}
+}
+
+/* 1. Validate, and plan: directory groups, temporaries, stem. */
+static void batch_plan(struct wbatch *b)
+{
+	struct bfo_writer *w = b->w;
+	struct bfo_wentry *e = b->e;
+	uint32_t n = b->n;
 
 	for (uint32_t i = 0; i < n; i++) {
 		int v = validate(w, &e[i]);
 
 		e[i].status = v < 0 ? v : 0;
 		e[i].engine = (uint16_t)w->st.engine;
-		if (b.stem_off)
-			b.stem_off[i] = UINT64_MAX;
-		if (v < 0)
-			continue;
-		if (v == 1) {
-			piece[i] = pieces = true;
-			/* A first piece's temporary is named now, so the manifest
-			 * lists it before it exists. */
-			if (e[i].offset == 0 && !(e[i].flags & BFO_WENTRY_ABORT) &&
-			    !stream_find(w, e[i].path)) {
-				char tmp[64];
-
-				tmp_name(w, tmp, sizeof(tmp));
-				b.first_tmp[i] = strdup(tmp);
-				if (!b.first_tmp[i])
-					e[i].status = -ENOMEM;
-			}
-			continue;
-		}
-		b.order[nordered++] = i;
-		/* REPLACE: everything but directories is made under a temporary
-		 * name and renamed over its target once the data is durable. */
-		if (b.temps && e[i].type != BFO_WTYPE_DIR) {
-			char tmp[64];
-
-			tmp_name(w, tmp, sizeof(tmp));
-			b.temps[i] = strdup(tmp);
-			if (!b.temps[i])
-				e[i].status = -ENOMEM;
-		}
-		if (b.stem_off && e[i].type == BFO_WTYPE_FILE && e[i].length >= w->blksz) {
-			b.stem_off[i] = stem_len;
-			stem_len += ALIGN_UP(e[i].length, w->blksz);
-		}
+		if (b->stem_off)
+			b->stem_off[i] = UINT64_MAX;
+		if (v >= 0)
+			plan_entry(b, i, v);
 	}
-	qsort_r(b.order, nordered, sizeof(*b.order), order_cmp, e);
+	qsort_r(b->order, b->nordered, sizeof(*b->order), order_cmp, e);
 	/* STOP_ON_ERROR: an invalid entry ends the batch before anything is
 	 * written. */
 	if (w->o.flags & BFO_WRITE_STOP_ON_ERROR) {
@@ -1051,159 +1060,173 @@ BFO_API int bfo_writer_write(struct bfo_writer *w, struct bfo_wentry *e, unsigne
 			for (uint32_t i = 0; i < n; i++)
 				if (!e[i].status)
 					e[i].status = -ECANCELED;
-			nordered = 0;
+			b->nordered = 0;
 			for (uint32_t i = 0; i < n; i++)
-				piece[i] = false;
+				b->piece[i] = false;
 		}
 	}
+}
 
-	/* 2. The manifest, durable before any data. */
-	if (w->o.durability != BFO_DURABILITY_NONE) {
-		char dir[BFO_WPATH_MAX];
+/* Entry i's manifest record (and its temporary's, removed by recovery if
+ * the batch does not finish). */
+static int manifest_record(struct wbatch *b, uint32_t i)
+{
+	struct bfo_wentry *x = &b->e[i];
+	struct mentry *me = &b->m[b->nm];
+	char dir[BFO_WPATH_MAX];
+	const char *temp = NULL;
 
-		for (uint32_t i = 0; i < n; i++) {
-			struct bfo_wentry *x = &e[i];
-			struct mentry *me;
-
-			midx[i] = UINT32_MAX;
-			if (x->status)
-				continue;
-			midx[i] = nm;
-			me = &m[nm++];
-			*me = (struct mentry){ .kind = M_OTHER, .wtype = (uint8_t)x->type,
-					       .wflags = (uint8_t)(x->flags & (BFO_WENTRY_OWNER | BFO_WENTRY_TIMES)),
-					       .mode = x->mode, .uid = x->uid, .gid = x->gid,
-					       .stem_off = UINT64_MAX, .atime_sec = x->atime_sec,
-					       .atime_nsec = x->atime_nsec, .mtime_sec = x->mtime_sec,
-					       .mtime_nsec = x->mtime_nsec, .path = x->path };
-			if (x->type == BFO_WTYPE_FILE && !piece[i]) {
-				me->kind = M_FILE;
-				me->size = x->length;
-				me->hash = journal_hash(x->data, x->length);
-				if (b.stem_off)
-					me->stem_off = b.stem_off[i];
-			} else if (x->type == BFO_WTYPE_SYMLINK) {
-				me->kind = M_SYMLINK;
-				me->hash = journal_hash(x->data, strlen(x->data));
-			}
-			/* Temporaries: removed if the batch does not finish. */
-			const char *temp = NULL;
-
-			if (b.temps && b.temps[i])
-				temp = b.temps[i];
-			struct wstream *s = piece[i] ? stream_find(w, x->path) : NULL;
-
-			if (s)
-				temp = s->temp;
-			else if (b.first_tmp[i])
-				temp = b.first_tmp[i];
-			if (temp) {
-				wpath_split(x->path, dir, sizeof(dir));
-				char *tp = malloc(strlen(dir) + strlen(temp) + 2);
-
-				if (!tp) {
-					ret = -ENOMEM;
-					goto out;
-				}
-				sprintf(tp, "%s%s%s", dir, *dir ? "/" : "", temp);
-				m[nm++] = (struct mentry){ .kind = M_TEMP, .path = tp, .stem_off = UINT64_MAX };
-			}
-		}
-		snprintf(mname, sizeof(mname), "b-%d-%x-%llu.m", (int)getpid(), w->id,
-			 (unsigned long long)++w->seq);
-		if (stem_len)
-			snprintf(stem_name, sizeof(stem_name), "%s.stem", mname);
-		ret = journal_manifest_write(w->jfd, mname, m, nm, stem_len ? stem_name : NULL,
-					     w->engine, &mfd);
-		if (ret)
-			goto out;
-		b.ifd = journal_ids_create(w->jfd, mname);
-		if (b.ifd < 0) {
-			ret = b.ifd;
-			goto out;
-		}
-		journal_wait_past(mfd);
-	} else if (stem_len) {
-		snprintf(stem_name, sizeof(stem_name), "b-%d-%x-%llu.stem", (int)getpid(), w->id,
-			 (unsigned long long)++w->seq);
+	b->midx[i] = b->nm++;
+	*me = (struct mentry){ .kind = M_OTHER, .wtype = (uint8_t)x->type,
+			       .wflags = (uint8_t)(x->flags & (BFO_WENTRY_OWNER | BFO_WENTRY_TIMES)),
+			       .mode = x->mode, .uid = x->uid, .gid = x->gid,
+			       .stem_off = UINT64_MAX, .atime_sec = x->atime_sec,
+			       .atime_nsec = x->atime_nsec, .mtime_sec = x->mtime_sec,
+			       .mtime_nsec = x->mtime_nsec, .path = x->path };
+	if (x->type == BFO_WTYPE_FILE && !b->piece[i]) {
+		me->kind = M_FILE;
+		me->size = x->length;
+		me->hash = journal_hash(x->data, x->length);
+		if (b->stem_off)
+			me->stem_off = b->stem_off[i];
+	} else if (x->type == BFO_WTYPE_SYMLINK) {
+		me->kind = M_SYMLINK;
+		me->hash = journal_hash(x->data, strlen(x->data));
 	}
-	t = bfo_now_ns();
-	w->st.ns_manifest += t - t0;
-	t0 = t;
+	if (b->temps && b->temps[i])
+		temp = b->temps[i];
+	struct wstream *s = b->piece[i] ? stream_find(b->w, x->path) : NULL;
 
-	/* 3. Data: the stem first (one sequential stream), then files,
-	 * directory by directory on the pool (or io_uring chains). */
-	if (stem_len) {
-		ret = write_stem(&b, stem_name);
-		if (ret) {
-			/* No stem (disk full...): the files are written normally,
-			 * and the partial stem's space goes back first. */
-			if (b.stem_fd >= 0) {
-				close(b.stem_fd);
-				b.stem_fd = -1;
-			}
-			unlinkat(w->jfd, stem_name, 0);
-			for (uint32_t i = 0; i < n; i++)
-				b.stem_off[i] = UINT64_MAX;
-			ret = 0;
-		}
+	if (s)
+		temp = s->temp;
+	else if (b->first_tmp[i])
+		temp = b->first_tmp[i];
+	if (!temp)
+		return 0;
+	wpath_split(x->path, dir, sizeof(dir));
+	char *tp = malloc(strlen(dir) + strlen(temp) + 2);
+
+	if (!tp)
+		return -ENOMEM;
+	sprintf(tp, "%s%s%s", dir, *dir ? "/" : "", temp);
+	b->m[b->nm++] = (struct mentry){ .kind = M_TEMP, .path = tp, .stem_off = UINT64_MAX };
+	return 0;
+}
+
+/* 2. The manifest, durable before any data. */
+static int batch_manifest(struct wbatch *b)
+{
+	struct bfo_writer *w = b->w;
+	int ret;
+
+	if (w->o.durability == BFO_DURABILITY_NONE) {
+		if (b->stem_len)
+			snprintf(b->stem_name, sizeof(b->stem_name), "b-%d-%x-%llu.stem", (int)getpid(),
+				 w->id, (unsigned long long)++w->seq);
+		return 0;
 	}
-	tasks = calloc(nordered ? nordered : 1, sizeof(*tasks));
-	if (!tasks) {
-		ret = -ENOMEM;
-		goto out;
+	for (uint32_t i = 0; i < b->n; i++) {
+		b->midx[i] = UINT32_MAX;
+		if (!b->e[i].status && (ret = manifest_record(b, i)))
+			return ret;
 	}
-	for (uint32_t k = 0; k < nordered; k++) {
-		const char *p = e[b.order[k]].path;
+	snprintf(b->mname, sizeof(b->mname), "b-%d-%x-%llu.m", (int)getpid(), w->id,
+		 (unsigned long long)++w->seq);
+	if (b->stem_len)
+		snprintf(b->stem_name, sizeof(b->stem_name), "%s.stem", b->mname);
+	ret = journal_manifest_write(w->jfd, b->mname, b->m, b->nm, b->stem_len ? b->stem_name : NULL,
+				     w->engine, &b->mfd);
+	if (ret)
+		return ret;
+	b->ifd = journal_ids_create(w->jfd, b->mname);
+	if (b->ifd < 0)
+		return b->ifd;
+	journal_wait_past(b->mfd);
+	return 0;
+}
+
+/* The stem, or none (disk full...): then the files are written normally,
+ * and the partial stem's space goes back first. */
+static void batch_stem(struct wbatch *b)
+{
+	if (!write_stem(b, b->stem_name))
+		return;
+	if (b->stem_fd >= 0) {
+		close(b->stem_fd);
+		b->stem_fd = -1;
+	}
+	unlinkat(b->w->jfd, b->stem_name, 0);
+	for (uint32_t i = 0; i < b->n; i++)
+		b->stem_off[i] = UINT64_MAX;
+}
+
+/* One pool task per directory of the ordered entries. */
+static int batch_tasks(struct wbatch *b)
+{
+	b->tasks = calloc(b->nordered ? b->nordered : 1, sizeof(*b->tasks));
+	if (!b->tasks)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < b->nordered; k++) {
+		const char *p = b->e[b->order[k]].path;
 		size_t dl = dir_len(p);
-		struct wtask *cur = ntasks ? &tasks[ntasks - 1] : NULL;
+		struct wtask *cur = b->ntasks ? &b->tasks[b->ntasks - 1] : NULL;
 
 		if (!cur || strlen(cur->dir) != dl || strncmp(cur->dir, p, dl)) {
-			cur = &tasks[ntasks++];
+			cur = &b->tasks[b->ntasks++];
 			cur->task.fn = group_task;
-			cur->b = &b;
+			cur->b = b;
 			cur->first = k;
 			memcpy(cur->dir, p, MIN(dl, sizeof(cur->dir) - 1));
 			cur->dir[MIN(dl, sizeof(cur->dir) - 1)] = '\0';
 		}
 		cur->count++;
 	}
+	return 0;
+}
+
+/* 3. Data: the stem first (one sequential stream), then files,
+ * directory by directory on the pool (or io_uring chains). */
+static int batch_data(struct wbatch *b)
+{
+	struct bfo_writer *w = b->w;
+	int ret;
+
+	if (b->stem_len)
+		batch_stem(b);
+	ret = batch_tasks(b);
+	if (ret)
+		return ret;
 	if (w->uring) {
 		/* Whole files go through io_uring; the pool takes the rest. */
-		data_uring(&b, 0, ntasks, tasks);
-		for (uint32_t k = 0; k < nordered; k++) {
-			struct bfo_wentry *x = &e[b.order[k]];
-
-			if (x->type == BFO_WTYPE_FILE && !x->status)
-				x->status = 1;     /* done: the pool skips it */
-		}
+		data_uring(b, 0, b->ntasks, b->tasks);
+		b->files_done = true;
 	}
-	w->tasks_left = ntasks;
-	for (uint32_t g = 0; g < ntasks; g++)
-		pool_push(&w->pool, &tasks[g].task);
+	w->tasks_left = b->ntasks;
+	for (uint32_t g = 0; g < b->ntasks; g++)
+		pool_push(&w->pool, &b->tasks[g].task);
 	run_tasks_wait(w);
-	for (uint32_t k = 0; k < nordered; k++)
-		if (e[b.order[k]].status == 1)
-			e[b.order[k]].status = 0;
-	for (uint32_t i = 0; i < n; i++)
-		if (piece[i] && !e[i].status)
-			set_status(&b, i, atomic_load(&b.stop) ? -ECANCELED : write_piece(&b, i));
+	for (uint32_t i = 0; i < b->n; i++)
+		if (b->piece[i] && !b->e[i].status)
+			set_status(b, i, atomic_load(&b->stop) ? -ECANCELED : write_piece(b, i));
 	/* Hard links after everything they may link to exists by its name:
-	 * with REPLACE that is after the renames below. */
-	if (!b.temps)
-		link_pass(&b);
-	t = bfo_now_ns();
-	w->st.ns_data += t - t0;
-	t0 = t;
+	 * with REPLACE that is after the renames (batch_sync). */
+	if (!b->temps)
+		link_pass(b);
+	return 0;
+}
 
-	/* 4. One durability point for the batch (two with REPLACE: the new
-	 * data is durable before any old file is replaced).  DURABILITY_CLOSE
-	 * leaves plain batches to a later syncfs: their manifests stay until
-	 * then, so a crash before it is recovered like any unfinished batch. */
-	if (w->o.durability == BFO_DURABILITY_CLOSE && mfd >= 0 && !b.temps && !pieces &&
+/* 4. One durability point for the batch (two with REPLACE: the new data
+ * is durable before any old file is replaced).  DURABILITY_CLOSE leaves
+ * plain batches to a later syncfs: their manifests stay until then, so a
+ * crash before it is recovered like any unfinished batch. */
+static void batch_sync(struct wbatch *b)
+{
+	struct bfo_writer *w = b->w;
+
+	if (w->o.durability == BFO_DURABILITY_CLOSE && b->mfd >= 0 && !b->temps && !b->pieces &&
 	    !w->nstreams && w->ndeferred < DEFER_MAX_BATCHES)
-		defer = true;
-	if (w->o.durability != BFO_DURABILITY_NONE && !defer) {
+		b->defer = true;
+	if (w->o.durability != BFO_DURABILITY_NONE && !b->defer) {
 		/* Deferred batches lose their manifests only once durable. */
 		if (syncfs(w->rootfd) < 0) {
 			if (!w->first_err)
@@ -1213,64 +1236,111 @@ BFO_API int bfo_writer_write(struct bfo_writer *w, struct bfo_wentry *e, unsigne
 		}
 		stat_add(&w->st.syncs, 1);
 	}
-	if (b.temps) {
-		rename_pass(&b);
-		link_pass(&b);
+	if (b->temps) {
+		rename_pass(b);
+		link_pass(b);
 		if (w->o.durability != BFO_DURABILITY_NONE) {
 			syncfs(w->rootfd);
 			stat_add(&w->st.syncs, 1);
 		}
 	}
-	t = bfo_now_ns();
-	w->st.ns_sync += t - t0;
+}
 
-out:
-	/* 5. The batch is durable: its manifest and stem go. */
-	if (b.stem_fd >= 0) {
-		close(b.stem_fd);
-		unlinkat(w->jfd, stem_name, 0);
+static void batch_free(struct wbatch *b)
+{
+	for (uint32_t i = 0; i < b->nm; i++)
+		if (b->m[i].kind == M_TEMP)
+			free((char *)b->m[i].path);
+	for (uint32_t i = 0; i < b->n; i++) {
+		if (b->temps)
+			free(b->temps[i]);
+		if (b->first_tmp)
+			free(b->first_tmp[i]);
 	}
-	if (b.ifd >= 0)
-		close(b.ifd);
-	if (mfd >= 0 && defer) {
+	free(b->first_tmp);
+	free(b->temps);
+	free(b->stem_off);
+	free(b->order);
+	free(b->piece);
+	free(b->midx);
+	free(b->m);
+	free(b->tasks);
+}
+
+/* 5. The batch is durable: its manifest and stem go (a deferred manifest
+ * stays until the syncfs that covers it).  ret: the batch failed as a
+ * whole; every entry without a status of its own gets it. */
+static int batch_end(struct wbatch *b, int ret)
+{
+	struct bfo_writer *w = b->w;
+	struct bfo_wentry *e = b->e;
+	uint32_t failed = 0;
+
+	if (b->stem_fd >= 0) {
+		close(b->stem_fd);
+		unlinkat(w->jfd, b->stem_name, 0);
+	}
+	if (b->ifd >= 0)
+		close(b->ifd);
+	if (b->mfd >= 0 && b->defer) {
 		struct deferred_batch *d = &w->deferred[w->ndeferred++];
 
-		d->mfd = mfd;
-		snprintf(d->mname, sizeof(d->mname), "%s", mname);
-	} else if (mfd >= 0) {
-		journal_batch_remove(w->jfd, mname);
-		close(mfd);   /* releases the lock */
+		d->mfd = b->mfd;
+		snprintf(d->mname, sizeof(d->mname), "%s", b->mname);
+	} else if (b->mfd >= 0) {
+		journal_batch_remove(w->jfd, b->mname);
+		close(b->mfd);   /* releases the lock */
 	}
 	if (ret) {
-		for (uint32_t i = 0; i < n; i++)
+		for (uint32_t i = 0; i < b->n; i++)
 			if (!e[i].status)
 				e[i].status = ret;
 	}
-	for (uint32_t i = 0; i < n; i++) {
+	for (uint32_t i = 0; i < b->n; i++) {
 		if (e[i].status)
 			failed++;
 	}
 	w->st.batches++;
-	w->st.files += n - failed;
+	w->st.files += b->n - failed;
 	w->st.failed += failed;
-	for (uint32_t i = 0; i < nm; i++)
-		if (m[i].kind == M_TEMP)
-			free((char *)m[i].path);
-	for (uint32_t i = 0; i < n; i++) {
-		if (b.temps)
-			free(b.temps[i]);
-		if (b.first_tmp)
-			free(b.first_tmp[i]);
-	}
-	free(b.first_tmp);
-	free(b.temps);
-	free(b.stem_off);
-	free(b.order);
-	free(piece);
-	free(midx);
-	free(m);
-	free(tasks);
+	batch_free(b);
 	return ret ? ret : (int)failed;
+}
+
+/* Nanoseconds since *t0, which moves to now. */
+static uint64_t lap(uint64_t *t0)
+{
+	uint64_t t = bfo_now_ns(), d = t - *t0;
+
+	*t0 = t;
+	return d;
+}
+
+BFO_API int bfo_writer_write(struct bfo_writer *w, struct bfo_wentry *e, unsigned n)
+{
+	struct wbatch b = { .w = w, .e = e, .n = n, .stem_fd = -1, .ifd = -1, .mfd = -1 };
+	uint64_t t0 = bfo_now_ns();
+	int ret;
+
+	if (!w || (n && !e))
+		return -EINVAL;
+	if (n == 0)
+		return 0;
+	ret = batch_alloc(&b);
+	if (!ret) {
+		batch_plan(&b);
+		ret = batch_manifest(&b);
+	}
+	if (!ret) {
+		w->st.ns_manifest += lap(&t0);
+		ret = batch_data(&b);
+	}
+	if (!ret) {
+		w->st.ns_data += lap(&t0);
+		batch_sync(&b);
+		w->st.ns_sync += lap(&t0);
+	}
+	return batch_end(&b, ret);
 }
 
 /* ------------------------------------------------------------ open/close */
