@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The io_uring variant of the batched engine: per file an openat (create,
+ * exclusive), then a write (and an fsync for DURABILITY_EACH) once the
+ * descriptor is known; identity and metadata go to that descriptor before
+ * it is closed.  Only whole regular files take this path; everything else
+ * goes to the pool as usual.  Descriptors held: the queue depth.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <liburing.h>
+
+#include "common.h"
+#include "writer.h"
+
+#define DEF_WQD 64u
+/* io_uring chains: creates block in io-wq workers; more than this many at
+ * once only contend on the file system's journal (measured on ext4/XFS). */
+#define URING_WQ_WORKERS 8u
+/* Directory descriptors held at once by the io_uring path. */
+#define URING_DIRS_AT_ONCE 256u
+
+struct uchain {
+	uint32_t i;
+	int dfd;
+	int fd;
+	int err;
+	int64_t written;            /* the write's result; short: finished by hand */
+};
+
+enum { U_OPEN = 1, U_WRITE, U_FSYNC };
+
+/* A chain ended: finish the file through its descriptor, or remove it. */
+static void uchain_done(struct wbatch *b, struct uchain *c)
+{
+	struct bfo_wentry *e = &b->e[c->i];
+	const char *name = entry_name(b, c->i);
+
+	if (c->fd >= 0) {
+		/* A short write: finish it here to learn the real error
+		 * (ENOSPC, EDQUOT) or to complete the file. */
+		if (!c->err && c->written >= 0 && (uint64_t)c->written < e->length)
+			c->err = write_all(c->fd, (const uint8_t *)e->data + c->written,
+					   e->length - (uint64_t)c->written, (uint64_t)c->written);
+		if (!c->err)
+			c->err = file_made(b, c->i, c->fd, false);
+		if (close(c->fd) < 0 && !c->err)
+			c->err = -errno;
+		/* Only a file this chain made is removed (-EEXIST came from
+		 * the open: the file there is not ours). */
+		if (c->err)
+			unlinkat(c->dfd, name, 0);
+	}
+	set_status(b, c->i, c->err);
+	if (!c->err)
+		stat_add(&b->w->st.bytes, e->length);
+}
+
+/* The open of slot s completed with fd: its write (and fsync) go out. */
+static bool uchain_write(struct io_uring *ring, struct wbatch *b, struct uchain *c, uint32_t s)
+{
+	struct bfo_wentry *e = &b->e[c->i];
+	struct io_uring_sqe *q;
+
+	if (!e->length && b->w->o.durability != BFO_DURABILITY_EACH)
+		return false;
+	if (io_uring_sq_space_left(ring) < 2)
+		io_uring_submit(ring);
+	q = io_uring_get_sqe(ring);
+	io_uring_prep_write(q, c->fd, e->data, (unsigned)MIN(e->length, (uint64_t)1 << 30), 0);
+	q->user_data = (uint64_t)s << 8 | U_WRITE;
+	if (b->w->o.durability == BFO_DURABILITY_EACH) {
+		q->flags |= IOSQE_IO_LINK;
+		q = io_uring_get_sqe(ring);
+		io_uring_prep_fsync(q, c->fd, 0);
+		q->user_data = (uint64_t)s << 8 | U_FSYNC;
+	}
+	return true;
+}
+
+static int uring_files(struct wbatch *b, uint32_t *idx, int *dfds, uint32_t n)
+{
+	struct bfo_writer *w = b->w;
+	unsigned qd = w->o.queue_depth ? w->o.queue_depth : DEF_WQD;
+	struct io_uring ring;
+	struct uchain *ch;
+	uint32_t *free_slots, nfree, sub = 0, done = 0;
+	unsigned wq[2] = { URING_WQ_WORKERS, URING_WQ_WORKERS };
+	bool each = w->o.durability == BFO_DURABILITY_EACH;
+	int ret;
+
+	ret = io_uring_queue_init(qd * 2, &ring, 0);
+	if (ret < 0)
+		return ret;
+	io_uring_register_iowq_max_workers(&ring, wq);
+	ch = calloc(qd, sizeof(*ch));
+	free_slots = malloc(qd * sizeof(*free_slots));
+	if (!ch || !free_slots) {
+		free(ch);
+		free(free_slots);
+		io_uring_queue_exit(&ring);
+		return -ENOMEM;
+	}
+	for (nfree = 0; nfree < qd; nfree++)
+		free_slots[nfree] = nfree;
+	while (done < n) {
+		/* STOP_ON_ERROR: what is not submitted yet is cancelled. */
+		while (sub < n && atomic_load(&b->stop)) {
+			b->e[idx[sub]].status = -ECANCELED;
+			sub++;
+			done++;
+		}
+		if (done == n)
+			break;
+		while (nfree && sub < n && !atomic_load(&b->stop)) {
+			uint32_t i = idx[sub], s = free_slots[--nfree];
+			const char *name = entry_name(b, i);
+			struct io_uring_sqe *q;
+
+			if (io_uring_sq_space_left(&ring) < 1)
+				io_uring_submit(&ring);
+			ch[s] = (struct uchain){ .i = i, .dfd = dfds[sub], .fd = -1, .written = -1 };
+			q = io_uring_get_sqe(&ring);
+			io_uring_prep_openat(q, dfds[sub], name,
+					     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+			q->user_data = (uint64_t)s << 8 | U_OPEN;
+			sub++;
+		}
+		io_uring_submit_and_wait(&ring, 1);
+		struct io_uring_cqe *cqe;
+		unsigned head, k = 0;
+		uint32_t ended[64];
+		unsigned nended = 0;
+
+		io_uring_for_each_cqe(&ring, head, cqe) {
+			uint32_t s = (uint32_t)(cqe->user_data >> 8);
+			unsigned op = cqe->user_data & 0xff;
+			struct uchain *c = &ch[s];
+			bool end = false;
+
+			k++;
+			if (op == U_OPEN) {
+				if (cqe->res < 0)
+					c->err = cqe->res;
+				else
+					c->fd = cqe->res;
+				/* Submitted after this loop: the ring is being read. */
+				end = cqe->res < 0;
+				if (!end)
+					ended[nended++] = s | 0x80000000u;
+			} else if (op == U_WRITE) {
+				if (cqe->res >= 0)
+					c->written = cqe->res;
+				else if (!c->err)
+					c->err = cqe->res;
+				end = !each;
+			} else {
+				stat_add(&w->st.syncs, 1);
+				if (cqe->res < 0 && cqe->res != -ECANCELED && !c->err)
+					c->err = cqe->res;
+				end = true;
+			}
+			if (end)
+				ended[nended++] = s;
+			if (nended == sizeof(ended) / sizeof(ended[0]))
+				break;
+		}
+		io_uring_cq_advance(&ring, k);
+		for (unsigned x = 0; x < nended; x++) {
+			uint32_t s = ended[x] & 0x7fffffffu;
+
+			if ((ended[x] & 0x80000000u) && uchain_write(&ring, b, &ch[s], s))
+				continue;
+			uchain_done(b, &ch[s]);
+			free_slots[nfree++] = s;
+			done++;
+		}
+	}
+	free(ch);
+	free(free_slots);
+	io_uring_queue_exit(&ring);
+	return 0;
+}
+
+bool uring_usable(void)
+{
+	struct io_uring ring;
+
+	if (io_uring_queue_init(2, &ring, 0) < 0)
+		return false;
+	io_uring_queue_exit(&ring);
+	return true;
+}
+
+/* A wave of directories at a time, so the directory descriptors held stay
+ * bounded. */
+void data_uring(struct wbatch *b, uint32_t gfirst, uint32_t gend, struct wtask *tasks)
+{
+	struct bfo_writer *w = b->w;
+	uint32_t *idx = malloc(b->n * sizeof(*idx));
+	int *dfds = malloc(b->n * sizeof(*dfds));
+	int *open_fds = malloc(URING_DIRS_AT_ONCE * sizeof(*open_fds));
+
+	if (!idx || !dfds || !open_fds) {
+		free(idx);
+		free(dfds);
+		free(open_fds);
+		for (uint32_t g = gfirst; g < gend; g++)
+			for (uint32_t k = tasks[g].first; k < tasks[g].first + tasks[g].count; k++)
+				set_status(b, b->order[k], -ENOMEM);
+		return;
+	}
+	for (uint32_t g = gfirst; g < gend;) {
+		uint32_t n = 0, nopen = 0, gstop = g;
+
+		for (; gstop < gend && nopen < URING_DIRS_AT_ONCE; gstop++) {
+			struct wtask *t = &tasks[gstop];
+			int dfd = wpath_open_dir(w->rootfd, t->dir, true);
+
+			if (dfd >= 0)
+				open_fds[nopen++] = dfd;
+			for (uint32_t k = t->first; k < t->first + t->count; k++) {
+				uint32_t i = b->order[k];
+
+				if (b->e[i].status || b->e[i].type != BFO_WTYPE_FILE)
+					continue;
+				if (dfd < 0) {
+					set_status(b, i, dfd);
+					continue;
+				}
+				idx[n] = i;
+				dfds[n++] = dfd;
+			}
+		}
+		int ret = uring_files(b, idx, dfds, n);
+
+		if (ret < 0) {
+			for (uint32_t k = 0; k < n; k++)
+				set_status(b, idx[k], ret);
+		}
+		for (uint32_t k = 0; k < nopen; k++)
+			close(open_fds[k]);
+		g = gstop;
+	}
+	free(idx);
+	free(dfds);
+	free(open_fds);
+}
