@@ -675,21 +675,17 @@ static void run_cleanup(struct bfo_copier *c)
 	c->n = c->cap = c->nowned = c->capowned = c->nheld = c->capheld = 0;
 }
 
-BFO_API int bfo_copier_run(struct bfo_copier *c, const char *const *srcs, unsigned nsrc,
-			   const char *dst)
-{
-	struct stat dst_st, src_st;
+/* One bfo_copier_run: what its steps share. */
+struct run {
 	bool dst_is_dir;
-	char *single = NULL;
-	const char *root_meta_src = NULL;
-	struct stat root_meta_st = { 0 };
-	int ret, root_fd = -1;
+	char *single;               /* DST is the copy of one non-directory: its name */
+	int root_fd;
+	const char *root_meta_src;  /* the source directory the root itself stands for */
+	struct stat root_meta_st;   /* its lstat, taken before the walk read it */
+};
 
-	if (!c || !srcs || !nsrc || !dst || nsrc > UINT16_MAX)
-		return -EINVAL;
-	for (unsigned i = 0; i < nsrc; i++)
-		if (!srcs[i] || !*srcs[i])
-			return -EINVAL;
+static void run_reset(struct bfo_copier *c)
+{
 	atomic_store(&c->cancel, false);
 	pthread_mutex_lock(&c->lock);
 	memset(&c->st, 0, sizeof(c->st));
@@ -702,16 +698,24 @@ BFO_API int bfo_copier_run(struct bfo_copier *c, const char *const *srcs, unsign
 	c->umask = process_umask();
 	c->oom = false;
 	c->reading = false;
+}
 
-	/* cp's rules: into DST when it is a directory, else DST is the copy. */
-	dst_is_dir = stat(dst, &dst_st) == 0 && S_ISDIR(dst_st.st_mode);
-	if (nsrc > 1 && !dst_is_dir)
+/* cp's rules: into DST when it is a directory, else DST is the copy.  The
+ * writer's root (c->root) follows; 1 when the one source is missing
+ * (reported: DST is not the problem). */
+static int run_dest(struct bfo_copier *c, struct run *r, const char *const *srcs, unsigned nsrc,
+		    const char *dst)
+{
+	struct stat dst_st, src_st;
+
+	r->dst_is_dir = stat(dst, &dst_st) == 0 && S_ISDIR(dst_st.st_mode);
+	if (nsrc > 1 && !r->dst_is_dir)
 		return -ENOTDIR;
-	if (dst_is_dir) {
+	if (r->dst_is_dir) {
 		c->root = strdup(dst);
 	} else {
 		if (lstat(srcs[0], &src_st) < 0) {
-			report(c, srcs[0], -errno);   /* named: dst is not the problem */
+			report(c, srcs[0], -errno);
 			return 1;
 		}
 		if (S_ISDIR(src_st.st_mode)) {
@@ -721,95 +725,97 @@ BFO_API int bfo_copier_run(struct bfo_copier *c, const char *const *srcs, unsign
 
 			if (d1 && d2) {
 				c->root = strdup(dirname(d1));
-				single = strdup(basename(d2));
+				r->single = strdup(basename(d2));
 			}
 			free(d1);
 			free(d2);
-			if (!single) {
+			if (!r->single) {
 				free(c->root);
 				c->root = NULL;
 			}
 		}
 	}
-	if (!c->root)
-		return -ENOMEM;
-	ret = bfo_writer_open(&c->w, c->root, &c->wo);
-	if (ret) {
-		free(c->root);
-		c->root = NULL;
-		free(single);
+	return c->root ? 0 : -ENOMEM;
+}
+
+/* The writer on the root, then the read engine. */
+static int run_open(struct bfo_copier *c, struct run *r)
+{
+	struct bfo_opts d;
+	int ret = bfo_writer_open(&c->w, c->root, &c->wo);
+
+	if (ret)
 		return ret;
-	}
 	/* The root's own metadata (when it stands for a source directory)
 	 * goes to the directory the writer opened, not to whatever has its
 	 * name by the end. */
-	root_fd = open(c->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	r->root_fd = open(c->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ret = bfo_ctx_create(&c->rctx, &c->ro);
 	if (ret) {
 		bfo_writer_close(c->w);
-		free(c->root);
-		c->root = NULL;
-		free(single);
 		return ret;
 	}
 	/* A batch takes at most a quarter of the read arena: the engine reads
 	 * ahead into the rest while the batch is written. */
-	{
-		struct bfo_opts d;
+	bfo_opts_init(&d);
+	c->batch_bytes_max = (c->ro.arena_bytes ? c->ro.arena_bytes : d.arena_bytes) / 4;
+	return 0;
+}
 
-		bfo_opts_init(&d);
-		c->batch_bytes_max = (c->ro.arena_bytes ? c->ro.arena_bytes : d.arena_bytes) / 4;
+/* Source src gets the next slot of c->srcs and goes to the read engine
+ * (a file), the walk (a directory) or the batch (anything else).  false:
+ * out of memory, the run stops taking sources. */
+static bool copy_source(struct bfo_copier *c, struct run *r, const char *src)
+{
+	uint16_t srcno = (uint16_t)c->nsrcs;   /* sources that failed have no slot */
+	struct src *s = &c->srcs[srcno];
+	struct stat src_st;
+	char *sc, *b;
+
+	if (lstat(src, &src_st) < 0) {
+		report(c, src, -errno);
+		return true;
 	}
-	c->srcs = calloc(nsrc, sizeof(*c->srcs));
-	if (!c->srcs)
+	sc = strdup(src);
+	if (!sc) {
 		c->oom = true;
-	for (unsigned i = 0; c->srcs && i < nsrc && !atomic_load(&c->cancel); i++) {
-		const char *src = srcs[i];
-		uint16_t srcno = (uint16_t)c->nsrcs;   /* sources that failed have no slot */
-		struct src *s = &c->srcs[srcno];
-		char *sc;
-
-		if (lstat(src, &src_st) < 0) {
-			report(c, src, -errno);
-			continue;
-		}
-		sc = strdup(src);
-		if (!sc) {
-			c->oom = true;
-			break;
-		}
-		for (size_t l = strlen(sc); l > 1 && sc[l - 1] == '/'; l--)
-			sc[l - 1] = '\0';
-		{
-			char *b = strdup(sc);
-
-			s->prefix = b ? strdup(dst_is_dir ? into_name(basename(b)) : (single ? single : "")) : NULL;
-			free(b);
-		}
-		if (!s->prefix) {
-			free(sc);
-			c->oom = true;
-			break;
-		}
-		s->root = sc;
-		s->len = strlen(sc);
-		s->file = !S_ISDIR(src_st.st_mode);
-		c->nsrcs++;
-		if (S_ISDIR(src_st.st_mode)) {
-			if (*s->prefix) {
-				add_other(c, src, s->prefix, &src_st);
-			} else {
-				root_meta_src = src;   /* the root itself is the copy */
-				root_meta_st = src_st; /* as it was before the walk read it */
-			}
-			copy_tree(c, sc, s->prefix, srcno);
-		} else if (S_ISREG(src_st.st_mode)) {
-			submit_file(c, sc, srcno);
-		} else {
-			add_other(c, src, s->prefix, &src_st);
-		}
-		drain(c, 0, false);
+		return false;
 	}
+	for (size_t l = strlen(sc); l > 1 && sc[l - 1] == '/'; l--)
+		sc[l - 1] = '\0';
+	b = strdup(sc);
+	s->prefix = b ? strdup(r->dst_is_dir ? into_name(basename(b)) : (r->single ? r->single : "")) :
+		    NULL;
+	free(b);
+	if (!s->prefix) {
+		free(sc);
+		c->oom = true;
+		return false;
+	}
+	s->root = sc;
+	s->len = strlen(sc);
+	s->file = !S_ISDIR(src_st.st_mode);
+	c->nsrcs++;
+	if (S_ISDIR(src_st.st_mode)) {
+		if (*s->prefix) {
+			add_other(c, src, s->prefix, &src_st);
+		} else {
+			r->root_meta_src = src;   /* the root itself is the copy */
+			r->root_meta_st = src_st; /* as it was before the walk read it */
+		}
+		copy_tree(c, sc, s->prefix, srcno);
+	} else if (S_ISREG(src_st.st_mode)) {
+		submit_file(c, sc, srcno);
+	} else {
+		add_other(c, src, s->prefix, &src_st);
+	}
+	drain(c, 0, false);
+	return true;
+}
+
+/* The reads still coming are written (or, cancelled, dropped). */
+static void run_drain(struct bfo_copier *c)
+{
 	if (atomic_load(&c->cancel)) {
 		if (c->reading) {
 			bfo_read_cancel(c->rctx);
@@ -821,31 +827,42 @@ BFO_API int bfo_copier_run(struct bfo_copier *c, const char *const *srcs, unsign
 		drain(c, -1, true);
 	}
 	flush(c);
+}
 
+/* The root standing for a source directory gets its metadata too, once
+ * everything inside it is written. */
+static void root_meta(struct bfo_copier *c, struct run *r)
+{
+	const struct stat *st = &r->root_meta_st;
+	struct timespec ts[2] = { st->st_atim, st->st_mtim };
+
+	if (r->root_fd < 0)
+		report(c, c->root, -EBADF);
+	else if (c->is_root && fchown(r->root_fd, st->st_uid, st->st_gid) < 0)
+		report(c, c->root, -errno);
+	if (r->root_fd >= 0)
+		copy_root_xattrs(r->root_meta_src, r->root_fd);
+	if (r->root_fd >= 0 && (fchmod(r->root_fd, st->st_mode & 07777) < 0 ||
+				futimens(r->root_fd, ts) < 0))
+		report(c, c->root, -errno);
+}
+
+/* Writer and reader end; the run's statistics and result. */
+static int run_close(struct bfo_copier *c, struct run *r)
+{
 	struct bfo_stats rst;
 	struct bfo_write_stats wst;
+	int ret;
 
 	bfo_read_stats(c->rctx, &rst);
 	bfo_writer_stats(c->w, &wst);
 	ret = bfo_writer_close(c->w);
 	if (ret)
 		report(c, c->root, ret);
-	/* The root standing for a source directory gets its metadata too. */
-	if (root_meta_src && c->archive && !atomic_load(&c->cancel)) {
-		struct timespec ts[2] = { root_meta_st.st_atim, root_meta_st.st_mtim };
-
-		if (root_fd < 0)
-			report(c, c->root, -EBADF);
-		else if (c->is_root && fchown(root_fd, root_meta_st.st_uid, root_meta_st.st_gid) < 0)
-			report(c, c->root, -errno);
-		if (root_fd >= 0)
-			copy_root_xattrs(root_meta_src, root_fd);
-		if (root_fd >= 0 && (fchmod(root_fd, root_meta_st.st_mode & 07777) < 0 ||
-				     futimens(root_fd, ts) < 0))
-			report(c, c->root, -errno);
-	}
-	if (root_fd >= 0)
-		close(root_fd);
+	if (r->root_meta_src && c->archive && !atomic_load(&c->cancel))
+		root_meta(c, r);
+	if (r->root_fd >= 0)
+		close(r->root_fd);
 	bfo_ctx_destroy(c->rctx);
 	c->rctx = NULL;
 	c->w = NULL;
@@ -858,9 +875,42 @@ BFO_API int bfo_copier_run(struct bfo_copier *c, const char *const *srcs, unsign
 	ret = atomic_load(&c->cancel) ? -ECANCELED : c->oom ? -ENOMEM :
 	      (int)MIN(c->st.errors, (uint64_t)INT32_MAX);
 	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+BFO_API int bfo_copier_run(struct bfo_copier *c, const char *const *srcs, unsigned nsrc,
+			   const char *dst)
+{
+	struct run r = { .root_fd = -1 };
+	int ret;
+
+	if (!c || !srcs || !nsrc || !dst || nsrc > UINT16_MAX)
+		return -EINVAL;
+	for (unsigned i = 0; i < nsrc; i++)
+		if (!srcs[i] || !*srcs[i])
+			return -EINVAL;
+	run_reset(c);
+	ret = run_dest(c, &r, srcs, nsrc, dst);
+	if (ret)
+		return ret;
+	ret = run_open(c, &r);
+	if (ret) {
+		free(c->root);
+		c->root = NULL;
+		free(r.single);
+		return ret;
+	}
+	c->srcs = calloc(nsrc, sizeof(*c->srcs));
+	if (!c->srcs)
+		c->oom = true;
+	for (unsigned i = 0; c->srcs && i < nsrc && !atomic_load(&c->cancel); i++)
+		if (!copy_source(c, &r, srcs[i]))
+			break;
+	run_drain(c);
+	ret = run_close(c, &r);
 	progress(c, true);
 	run_cleanup(c);
-	free(single);
+	free(r.single);
 	return ret;
 }
 
