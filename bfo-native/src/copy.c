@@ -310,6 +310,96 @@ static char *dest_of(struct bfo_copier *c, const struct bfo_file *f)
 }
 
 /* A delivered file (or piece) becomes a FILE or HARDLINK entry. */
+/* f failed: reported; names waiting to link to its copy cannot, they fail
+ * too; a copy some of whose pieces were written is aborted. */
+static void read_failed(struct bfo_copier *c, const struct bfo_file *f, char *dest)
+{
+	struct bfo_wentry *e;
+	struct hl *h;
+
+	report(c, f->path, f->status);
+	h = c->archive && f->nlink > 1 ? hl_get(c, f->dev, f->ino) : NULL;
+	if (h && h->pending && !strcmp(h->dest, dest)) {
+		for (size_t k = 0; k < h->nwaiting; k++) {
+			report(c, h->waiting[k], f->status);
+			free(h->waiting[k]);
+		}
+		h->nwaiting = 0;
+		h->pending = false;
+	}
+	if (f->offset > 0 && (e = add(c))) {    /* earlier pieces were written */
+		e->path = dest;
+		e->type = BFO_WTYPE_FILE;
+		e->flags = BFO_WENTRY_ABORT;
+	}
+}
+
+/*
+ * Hard links: the first path of an inode is copied, the others link to
+ * that copy (written by an earlier batch, or by this one first; a copy
+ * still arriving in pieces gets its links after its last).  true: f is
+ * such another path, handled here; false: f is the first, to be copied.
+ */
+static bool link_to_copy(struct bfo_copier *c, const struct bfo_file *f, char *dest, bool last)
+{
+	struct hl *h = hl_get(c, f->dev, f->ino);
+	struct bfo_wentry *e;
+
+	if (!h) {
+		char *d = strdup(dest);
+
+		if (d && grow((void **)&c->hls, &c->caphls, c->nhls + 1, sizeof(*c->hls)))
+			c->hls[c->nhls++] = (struct hl){ f->dev, f->ino, d, !last, NULL, 0 };
+		else
+			free(d);
+		return false;
+	}
+	if (!last && grow((void **)&c->skip, &c->capskip, c->nskip + 1, sizeof(*c->skip)))
+		c->skip[c->nskip++] = f->index;
+	if (h->pending) {
+		char **t = realloc(h->waiting, (h->nwaiting + 1) * sizeof(*t));
+		char *d = strdup(dest);
+
+		if (t && d) {
+			h->waiting = t;
+			h->waiting[h->nwaiting++] = d;
+		} else {
+			free(d);
+			c->oom = true;
+		}
+		return true;
+	}
+	if ((e = add(c))) {
+		e->path = dest;
+		e->type = BFO_WTYPE_HARDLINK;
+		e->data = h->dest;
+	}
+	return true;
+}
+
+/* The last piece of a copy in pieces is in this batch: the other names
+ * waiting for it follow it (the writer links after it renames). */
+static void links_follow(struct bfo_copier *c, const struct bfo_file *f, const char *dest)
+{
+	struct hl *h = hl_get(c, f->dev, f->ino);
+
+	if (!h || !h->pending || strcmp(h->dest, dest))
+		return;
+	h->pending = false;
+	for (size_t k = 0; k < h->nwaiting; k++) {
+		struct bfo_wentry *l = add(c);
+
+		if (!l)
+			break;
+		l->path = own(c, h->waiting[k]);
+		l->type = BFO_WTYPE_HARDLINK;
+		l->data = h->dest;
+	}
+	free(h->waiting);
+	h->waiting = NULL;
+	h->nwaiting = 0;
+}
+
 static void on_read(struct bfo_copier *c, struct bfo_file *f)
 {
 	bool last = f->flags & BFO_FILE_LAST;
@@ -328,61 +418,11 @@ static void on_read(struct bfo_copier *c, struct bfo_file *f)
 	if (!dest)
 		goto done;
 	if (f->status < 0) {
-		report(c, f->path, f->status);
-		/* Names waiting to link to this copy cannot: they fail too. */
-		struct hl *h = c->archive && f->nlink > 1 ? hl_get(c, f->dev, f->ino) : NULL;
-
-		if (h && h->pending && !strcmp(h->dest, dest)) {
-			for (size_t k = 0; k < h->nwaiting; k++) {
-				report(c, h->waiting[k], f->status);
-				free(h->waiting[k]);
-			}
-			h->nwaiting = 0;
-			h->pending = false;
-		}
-		if (f->offset > 0 && (e = add(c))) {    /* earlier pieces were written */
-			e->path = dest;
-			e->type = BFO_WTYPE_FILE;
-			e->flags = BFO_WENTRY_ABORT;
-		}
+		read_failed(c, f, dest);
 		goto done;
 	}
-	/* Hard links: the first path of an inode is copied, the others link
-	 * to that copy (written by an earlier batch, or by this one first;
-	 * a copy still arriving in pieces gets its links after its last). */
-	if (c->archive && f->nlink > 1 && f->offset == 0) {
-		struct hl *h = hl_get(c, f->dev, f->ino);
-
-		if (h) {
-			if (!last && grow((void **)&c->skip, &c->capskip, c->nskip + 1, sizeof(*c->skip)))
-				c->skip[c->nskip++] = f->index;
-			if (h->pending) {
-				char **t = realloc(h->waiting, (h->nwaiting + 1) * sizeof(*t));
-				char *d = strdup(dest);
-
-				if (t && d) {
-					h->waiting = t;
-					h->waiting[h->nwaiting++] = d;
-				} else {
-					free(d);
-					c->oom = true;
-				}
-				goto done;
-			}
-			if (!(e = add(c)))
-				goto done;
-			e->path = dest;
-			e->type = BFO_WTYPE_HARDLINK;
-			e->data = h->dest;
-			goto done;
-		}
-		char *d = strdup(dest);
-
-		if (d && grow((void **)&c->hls, &c->caphls, c->nhls + 1, sizeof(*c->hls)))
-			c->hls[c->nhls++] = (struct hl){ f->dev, f->ino, d, !last, NULL, 0 };
-		else
-			free(d);
-	}
+	if (c->archive && f->nlink > 1 && f->offset == 0 && link_to_copy(c, f, dest, last))
+		goto done;
 	if (!(e = add(c)))
 		goto done;
 	e->path = dest;
@@ -398,27 +438,8 @@ static void on_read(struct bfo_copier *c, struct bfo_file *f)
 	 * last piece (when it gets its name). */
 	if (c->archive && last)
 		take_xattrs(c, f->path, e);
-	if (last && f->offset > 0 && c->archive && f->nlink > 1) {
-		struct hl *h = hl_get(c, f->dev, f->ino);
-
-		if (h && h->pending && !strcmp(h->dest, dest)) {
-			/* The copy is complete in this batch: its other names
-			 * follow it (the writer links after it renames). */
-			h->pending = false;
-			for (size_t k = 0; k < h->nwaiting; k++) {
-				struct bfo_wentry *l = add(c);
-
-				if (!l)
-					break;
-				l->path = own(c, h->waiting[k]);
-				l->type = BFO_WTYPE_HARDLINK;
-				l->data = h->dest;
-			}
-			free(h->waiting);
-			h->waiting = NULL;
-			h->nwaiting = 0;
-		}
-	}
+	if (last && f->offset > 0 && c->archive && f->nlink > 1)
+		links_follow(c, f, dest);
 	c->batch_bytes += f->length;
 done:
 	maybe_flush(c);
