@@ -83,31 +83,126 @@ static bool uchain_write(struct io_uring *ring, struct wbatch *b, struct uchain 
 	return true;
 }
 
-static int uring_files(struct wbatch *b, uint32_t *idx, int *dfds, uint32_t n)
-{
-	struct bfo_writer *w = b->w;
-	unsigned qd = w->o.queue_depth ? w->o.queue_depth : DEF_WQD;
+/* The chains of one uring_files call: its ring, and a chain per slot. */
+struct uchains {
 	struct io_uring ring;
 	struct uchain *ch;
-	uint32_t *free_slots, nfree, sub = 0, done = 0;
-	unsigned wq[2] = { URING_WQ_WORKERS, URING_WQ_WORKERS };
-	bool each = w->o.durability == BFO_DURABILITY_EACH;
-	int ret;
+	uint32_t *free_slots, nfree;
+};
 
-	ret = io_uring_queue_init(qd * 2, &ring, 0);
+static void uchains_exit(struct uchains *u)
+{
+	free(u->ch);
+	free(u->free_slots);
+	io_uring_queue_exit(&u->ring);
+}
+
+static int uchains_init(struct uchains *u, unsigned qd)
+{
+	unsigned wq[2] = { URING_WQ_WORKERS, URING_WQ_WORKERS };
+	int ret = io_uring_queue_init(qd * 2, &u->ring, 0);
+
 	if (ret < 0)
 		return ret;
-	io_uring_register_iowq_max_workers(&ring, wq);
-	ch = calloc(qd, sizeof(*ch));
-	free_slots = malloc(qd * sizeof(*free_slots));
-	if (!ch || !free_slots) {
-		free(ch);
-		free(free_slots);
-		io_uring_queue_exit(&ring);
+	io_uring_register_iowq_max_workers(&u->ring, wq);
+	u->ch = calloc(qd, sizeof(*u->ch));
+	u->free_slots = malloc(qd * sizeof(*u->free_slots));
+	if (!u->ch || !u->free_slots) {
+		uchains_exit(u);
 		return -ENOMEM;
 	}
-	for (nfree = 0; nfree < qd; nfree++)
-		free_slots[nfree] = nfree;
+	for (u->nfree = 0; u->nfree < qd; u->nfree++)
+		u->free_slots[u->nfree] = u->nfree;
+	return 0;
+}
+
+/* Opens for the files from idx[sub] on while slots are free: the next sub. */
+static uint32_t uchains_open(struct wbatch *b, struct uchains *u, const uint32_t *idx,
+			     const int *dfds, uint32_t sub, uint32_t n)
+{
+	while (u->nfree && sub < n && !atomic_load(&b->stop)) {
+		uint32_t i = idx[sub], s = u->free_slots[--u->nfree];
+		const char *name = entry_name(b, i);
+		struct io_uring_sqe *q;
+
+		if (io_uring_sq_space_left(&u->ring) < 1)
+			io_uring_submit(&u->ring);
+		u->ch[s] = (struct uchain){ .i = i, .dfd = dfds[sub], .fd = -1, .written = -1 };
+		q = io_uring_get_sqe(&u->ring);
+		io_uring_prep_openat(q, dfds[sub], name,
+				     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		q->user_data = (uint64_t)s << 8 | U_OPEN;
+		sub++;
+	}
+	return sub;
+}
+
+/* The completions there are: a chain whose open succeeded gets its write,
+ * a chain that ended is finished and its slot freed.  Returns the files
+ * finished. */
+static uint32_t uchains_reap(struct wbatch *b, struct uchains *u)
+{
+	bool each = b->w->o.durability == BFO_DURABILITY_EACH;
+	struct io_uring_cqe *cqe;
+	unsigned head, k = 0;
+	uint32_t ended[64], done = 0;
+	unsigned nended = 0;
+
+	io_uring_for_each_cqe(&u->ring, head, cqe) {
+		uint32_t s = (uint32_t)(cqe->user_data >> 8);
+		unsigned op = cqe->user_data & 0xff;
+		struct uchain *c = &u->ch[s];
+		bool end = false;
+
+		k++;
+		if (op == U_OPEN) {
+			if (cqe->res < 0)
+				c->err = cqe->res;
+			else
+				c->fd = cqe->res;
+			/* Submitted after this loop: the ring is being read. */
+			end = cqe->res < 0;
+			if (!end)
+				ended[nended++] = s | 0x80000000u;
+		} else if (op == U_WRITE) {
+			if (cqe->res >= 0)
+				c->written = cqe->res;
+			else if (!c->err)
+				c->err = cqe->res;
+			end = !each;
+		} else {
+			stat_add(&b->w->st.syncs, 1);
+			if (cqe->res < 0 && cqe->res != -ECANCELED && !c->err)
+				c->err = cqe->res;
+			end = true;
+		}
+		if (end)
+			ended[nended++] = s;
+		if (nended == sizeof(ended) / sizeof(ended[0]))
+			break;
+	}
+	io_uring_cq_advance(&u->ring, k);
+	for (unsigned x = 0; x < nended; x++) {
+		uint32_t s = ended[x] & 0x7fffffffu;
+
+		if ((ended[x] & 0x80000000u) && uchain_write(&u->ring, b, &u->ch[s], s))
+			continue;
+		uchain_done(b, &u->ch[s]);
+		u->free_slots[u->nfree++] = s;
+		done++;
+	}
+	return done;
+}
+
+static int uring_files(struct wbatch *b, uint32_t *idx, int *dfds, uint32_t n)
+{
+	unsigned qd = b->w->o.queue_depth ? b->w->o.queue_depth : DEF_WQD;
+	struct uchains u;
+	uint32_t sub = 0, done = 0;
+	int ret = uchains_init(&u, qd);
+
+	if (ret)
+		return ret;
 	while (done < n) {
 		/* STOP_ON_ERROR: what is not submitted yet is cancelled. */
 		while (sub < n && atomic_load(&b->stop)) {
@@ -117,73 +212,11 @@ static int uring_files(struct wbatch *b, uint32_t *idx, int *dfds, uint32_t n)
 		}
 		if (done == n)
 			break;
-		while (nfree && sub < n && !atomic_load(&b->stop)) {
-			uint32_t i = idx[sub], s = free_slots[--nfree];
-			const char *name = entry_name(b, i);
-			struct io_uring_sqe *q;
-
-			if (io_uring_sq_space_left(&ring) < 1)
-				io_uring_submit(&ring);
-			ch[s] = (struct uchain){ .i = i, .dfd = dfds[sub], .fd = -1, .written = -1 };
-			q = io_uring_get_sqe(&ring);
-			io_uring_prep_openat(q, dfds[sub], name,
-					     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-			q->user_data = (uint64_t)s << 8 | U_OPEN;
-			sub++;
-		}
-		io_uring_submit_and_wait(&ring, 1);
-		struct io_uring_cqe *cqe;
-		unsigned head, k = 0;
-		uint32_t ended[64];
-		unsigned nended = 0;
-
-		io_uring_for_each_cqe(&ring, head, cqe) {
-			uint32_t s = (uint32_t)(cqe->user_data >> 8);
-			unsigned op = cqe->user_data & 0xff;
-			struct uchain *c = &ch[s];
-			bool end = false;
-
-			k++;
-			if (op == U_OPEN) {
-				if (cqe->res < 0)
-					c->err = cqe->res;
-				else
-					c->fd = cqe->res;
-				/* Submitted after this loop: the ring is being read. */
-				end = cqe->res < 0;
-				if (!end)
-					ended[nended++] = s | 0x80000000u;
-			} else if (op == U_WRITE) {
-				if (cqe->res >= 0)
-					c->written = cqe->res;
-				else if (!c->err)
-					c->err = cqe->res;
-				end = !each;
-			} else {
-				stat_add(&w->st.syncs, 1);
-				if (cqe->res < 0 && cqe->res != -ECANCELED && !c->err)
-					c->err = cqe->res;
-				end = true;
-			}
-			if (end)
-				ended[nended++] = s;
-			if (nended == sizeof(ended) / sizeof(ended[0]))
-				break;
-		}
-		io_uring_cq_advance(&ring, k);
-		for (unsigned x = 0; x < nended; x++) {
-			uint32_t s = ended[x] & 0x7fffffffu;
-
-			if ((ended[x] & 0x80000000u) && uchain_write(&ring, b, &ch[s], s))
-				continue;
-			uchain_done(b, &ch[s]);
-			free_slots[nfree++] = s;
-			done++;
-		}
+		sub = uchains_open(b, &u, idx, dfds, sub, n);
+		io_uring_submit_and_wait(&u.ring, 1);
+		done += uchains_reap(b, &u);
 	}
-	free(ch);
-	free(free_slots);
-	io_uring_queue_exit(&ring);
+	uchains_exit(&u);
 	return 0;
 }
 
