@@ -120,13 +120,36 @@ static int task_ext_push(struct ptask *t, const struct fext *x)
 
 enum map_result { MAP_OK, MAP_PER_FILE, MAP_FAILED };
 
-/*
- * Map the extents of e into the task's list.  for_raw: the bytes will be
- * read from the device, so flush dirty pages first (FIEMAP_FLAG_SYNC) and
- * refuse every extent whose device bytes are not the file's bytes.
- */
-static enum map_result map_extents(struct ptask *t, struct entry *e, bool nofollow,
-				   bool for_raw)
+/* Open e's path, bound to the file that was stat'ed: MAP_OK with *fd;
+ * MAP_PER_FILE when the path now names another file (read per file, which
+ * re-stats it); MAP_FAILED with e->status. */
+static enum map_result open_planned(struct entry *e, bool nofollow, int *fd)
+{
+	struct stat st;
+	struct entry now;
+
+	*fd = open(e->path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC |
+			    (nofollow ? O_NOFOLLOW : 0));
+	if (*fd < 0) {
+		e->status = -errno;
+		return MAP_FAILED;
+	}
+	if (fstat(*fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(*fd);
+		return MAP_PER_FILE;
+	}
+	entry_meta_from_stat(&now, &st);
+	if (!meta_same(&now, e)) {
+		close(*fd);
+		return MAP_PER_FILE;
+	}
+	return MAP_OK;
+}
+
+/* The FIEMAP extents of e (open on fd) into the task's list, clipped to its
+ * size; sync: FIEMAP_FLAG_SYNC first.  *covered: the bytes of written
+ * extents.  true: per file (no FIEMAP, an extent refused, too many). */
+static bool fiemap_extents(struct ptask *t, struct entry *e, int fd, bool sync, uint64_t *covered)
 {
 	struct {
 		struct fiemap fm;
@@ -137,31 +160,9 @@ static enum map_result map_extents(struct ptask *t, struct entry *e, bool nofoll
 				FIEMAP_EXTENT_NOT_ALIGNED | FIEMAP_EXTENT_DATA_INLINE |
 				FIEMAP_EXTENT_DATA_TAIL;
 	uint32_t first = t->next;
-	uint64_t start = 0, covered = 0;
-	bool per_file = false, sync = for_raw;
-	struct stat st;
-	struct entry now;
-	int fd;
+	uint64_t start = 0;
+	bool per_file = false;
 
-	fd = open(e->path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC |
-			   (nofollow ? O_NOFOLLOW : 0));
-	if (fd < 0) {
-		e->status = -errno;
-		return MAP_FAILED;
-	}
-	/* Bind the extents to the file that was stat'ed: if the path now
-	 * names another file, read it per file (which re-stats it). */
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return MAP_PER_FILE;
-	}
-	entry_meta_from_stat(&now, &st);
-	if (!meta_same(&now, e)) {
-		close(fd);
-		return MAP_PER_FILE;
-	}
-	e->ext_first = first;
-	e->ext_count = 0;
 	for (;;) {
 		memset(&b.fm, 0, sizeof(b.fm));
 		b.fm.fm_start = start;
@@ -169,10 +170,8 @@ static enum map_result map_extents(struct ptask *t, struct entry *e, bool nofoll
 		b.fm.fm_flags = sync ? FIEMAP_FLAG_SYNC : 0;
 		b.fm.fm_extent_count = FIEMAP_BATCH;
 		sync = false;
-		if (ioctl(fd, FS_IOC_FIEMAP, &b.fm) < 0) {
-			per_file = true;     /* tmpfs, overlayfs, FUSE, ... */
-			break;
-		}
+		if (ioctl(fd, FS_IOC_FIEMAP, &b.fm) < 0)
+			return true;         /* tmpfs, overlayfs, FUSE, ... */
 		if (b.fm.fm_mapped_extents == 0)
 			break;
 		for (uint32_t i = 0; i < b.fm.fm_mapped_extents; i++) {
@@ -188,7 +187,7 @@ static enum map_result map_extents(struct ptask *t, struct entry *e, bool nofoll
 			f.len = MIN(x->fe_length, e->size - x->fe_logical);
 			f.zero = x->fe_flags & FIEMAP_EXTENT_UNWRITTEN;
 			if (!f.zero)
-				covered += f.len;
+				*covered += f.len;
 			if (t->next - first >= BFO_MAX_EXTENTS_PER_FILE) {
 				per_file = true;
 				break;
@@ -206,6 +205,42 @@ static enum map_result map_extents(struct ptask *t, struct entry *e, bool nofoll
 		if (start >= e->size)
 			break;
 	}
+	return per_file;
+}
+
+/* Does a written extent of e end (rounded up to a device block) beyond
+ * the device?  Then the device cannot give its bytes. */
+static bool past_device(const struct ptask *t, const struct entry *e, uint32_t first)
+{
+	for (uint32_t i = first; i < t->next; i++) {
+		const struct fext *f = &t->ext[i];
+
+		if (!f->zero && ALIGN_UP(f->phys + f->len, e->di->lbs) > e->di->devsize)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Map the extents of e into the task's list.  for_raw: the bytes will be
+ * read from the device, so flush dirty pages first (FIEMAP_FLAG_SYNC) and
+ * refuse every extent whose device bytes are not the file's bytes.
+ */
+static enum map_result map_extents(struct ptask *t, struct entry *e, bool nofollow,
+				   bool for_raw)
+{
+	uint32_t first = t->next;
+	uint64_t covered = 0;
+	enum map_result r;
+	bool per_file;
+	int fd;
+
+	r = open_planned(e, nofollow, &fd);
+	if (r != MAP_OK)
+		return r;
+	e->ext_first = first;
+	e->ext_count = 0;
+	per_file = fiemap_extents(t, e, fd, for_raw, &covered);
 	close(fd);
 	e->ext_count = t->next - first;
 	if (e->ext_count)
@@ -216,16 +251,10 @@ static enum map_result map_extents(struct ptask *t, struct entry *e, bool nofoll
 		return MAP_PER_FILE;
 	}
 	e->holes = covered < e->size;
-	if (for_raw && e->di) {
-		for (uint32_t i = first; i < t->next; i++) {
-			const struct fext *f = &t->ext[i];
-
-			if (!f->zero && ALIGN_UP(f->phys + f->len, e->di->lbs) > e->di->devsize) {
-				t->next = first;
-				e->ext_count = 0;
-				return MAP_PER_FILE;
-			}
-		}
+	if (for_raw && e->di && past_device(t, e, first)) {
+		t->next = first;
+		e->ext_count = 0;
+		return MAP_PER_FILE;
 	}
 	return MAP_OK;
 }
@@ -487,13 +516,14 @@ static uint64_t entry_offset(const struct entry *e, uint64_t bytes)
 	return entry_direct(e) ? ALIGN_UP(bytes, DIRECT_ALIGN) : bytes;
 }
 
-static int plan_build(struct bfo_ctx *ctx, struct window *w)
+/* The tasks' extent lists become the window's one list, and each entry
+ * goes where it is read from: early (no data), large (in pieces) or the
+ * order.  *nsegs: the raw segments the ordered files need. */
+static int plan_flatten(struct bfo_ctx *ctx, struct window *w, uint32_t *nsegs)
 {
-	const struct bfo_opts *o = &ctx->o;
-	uint32_t i, nsegs = 0, nraw_ext = 0;
+	uint32_t i, nraw_ext = 0;
 	uint32_t *task_base;
 
-	/* Flatten the tasks' extent lists. */
 	task_base = calloc(w->ntasks, sizeof(*task_base));
 	if (!task_base)
 		return -ENOMEM;
@@ -529,23 +559,19 @@ static int plan_build(struct bfo_ctx *ctx, struct window *w)
 		} else {
 			w->order[w->norder++] = i;
 			if (e->route == R_RAW)
-				nsegs += entry_nsegs(o, w, e);
+				*nsegs += entry_nsegs(&ctx->o, w, e);
 		}
 	}
 	free(task_base);
 	stat_add(&ctx->st.extents, nraw_ext);
-	if (o->flags & BFO_READ_PLAN_ONLY)
-		return plan_only_stats(ctx, w);
-	qsort_r(w->order, w->norder, sizeof(*w->order), order_cmp, w);
+	return 0;
+}
 
-	/* Groups: consecutive files of the order whose buffers fit in
-	 * window_bytes, each later reserved as one arena chunk. */
-	w->groups = calloc(w->norder ? w->norder : 1, sizeof(*w->groups));
-	w->segs = malloc((nsegs ? nsegs : 1) * sizeof(*w->segs));
-	w->regions = malloc((nsegs ? nsegs : 1) * sizeof(*w->regions));
-	if (!w->groups || !w->segs || !w->regions)
-		return -ENOMEM;
-	for (i = 0; i < w->norder; i++) {
+/* Groups: consecutive files of the order whose buffers fit in
+ * window_bytes, each later reserved as one arena chunk. */
+static void plan_groups(const struct bfo_opts *o, struct window *w)
+{
+	for (uint32_t i = 0; i < w->norder; i++) {
 		struct entry *e = &w->e[w->order[i]];
 		struct group *g = w->ngroups ? &w->groups[w->ngroups - 1] : NULL;
 
@@ -561,16 +587,21 @@ static int plan_build(struct bfo_ctx *ctx, struct window *w)
 		g->bytes = e->buf_off + e->cap;
 		g->count++;
 	}
+}
 
-	/* The ORDER_LIST of each group: segments sorted by physical offset,
-	 * merged into regions.  Extents longer than large_extent are read on
-	 * their own (already efficient); nothing merges into them. */
+/* The ORDER_LIST of each group: segments sorted by physical offset,
+ * merged into regions.  Extents longer than large_extent are read on
+ * their own (already efficient); nothing merges into them. */
+static void plan_regions(struct bfo_ctx *ctx, struct window *w)
+{
+	const struct bfo_opts *o = &ctx->o;
+
 	for (uint32_t gi = 0; gi < w->ngroups; gi++) {
 		struct group *g = &w->groups[gi];
 		uint64_t dev_bytes = 0, gap = 0;
 
 		g->seg_first = w->nsegs;
-		for (i = g->first; i < g->first + g->count; i++) {
+		for (uint32_t i = g->first; i < g->first + g->count; i++) {
 			struct entry *e = &w->e[w->order[i]];
 			uint32_t before = w->nsegs;
 
@@ -588,6 +619,25 @@ static int plan_build(struct bfo_ctx *ctx, struct window *w)
 		stat_add(&ctx->st.gap_bytes, gap);
 		g->open = g->count;
 	}
+}
+
+static int plan_build(struct bfo_ctx *ctx, struct window *w)
+{
+	uint32_t nsegs = 0;
+	int ret = plan_flatten(ctx, w, &nsegs);
+
+	if (ret)
+		return ret;
+	if (ctx->o.flags & BFO_READ_PLAN_ONLY)
+		return plan_only_stats(ctx, w);
+	qsort_r(w->order, w->norder, sizeof(*w->order), order_cmp, w);
+	w->groups = calloc(w->norder ? w->norder : 1, sizeof(*w->groups));
+	w->segs = malloc((nsegs ? nsegs : 1) * sizeof(*w->segs));
+	w->regions = malloc((nsegs ? nsegs : 1) * sizeof(*w->regions));
+	if (!w->groups || !w->segs || !w->regions)
+		return -ENOMEM;
+	plan_groups(&ctx->o, w);
+	plan_regions(ctx, w);
 	return 0;
 }
 
