@@ -19,18 +19,17 @@ _Static_assert(CHUNK_ALIGN % DIRECT_ALIGN == 0, "direct reads need page-aligned 
 /*
  * The first time round the ring, each page costs a fault that zeroes it,
  * taken by whoever copies into it first: the dispatcher, on the data
- * path.  In a VM that is slow and erratic (a fresh 128 MiB took 0.02 to
- * 0.35 s to touch, the host backing the guest's free memory anew), and on
- * the 1 GiB mixed set the dispatcher spent 0.35 s of a 1.2 s tar run
- * zeroing pages.  A pool thread (below the dispatcher's priority)
- * populates the pages ahead of the head instead.
+ * path.  In a VM that is slow and erratic (the host backs the guest's free
+ * memory anew), and the dispatcher's time is the batch's.  A pool thread
+ * (below the dispatcher's priority) populates the pages ahead of the head
+ * instead.
  *
  * How far ahead grows with what the arena has handed out (slow start,
- * from one huge page to PREFAULT_AHEAD): populating 32 MiB as soon as a
- * context was made cost a 32-file batch of 128 KiB several milliseconds
- * of a core and as much again to unmap.  Pages stay populated while the
- * context lives, so a context reused for the next batch (bfo_ctx_reset)
- * pays nothing again.
+ * from one huge page to PREFAULT_AHEAD): populating all of it as soon as
+ * a context is made would cost a small batch milliseconds of a core, and
+ * as much again to unmap.  Pages stay populated while the context lives,
+ * so a context reused for the next batch (bfo_ctx_reset) pays nothing
+ * again.
  */
 #define PREFAULT_AHEAD (32u << 20)
 #define PREFAULT_STEP  (2u << 20)

@@ -30,13 +30,12 @@
 #define BFO_LOOKAHEAD 2
 
 /*
- * Defaults, measured on the 100,000 x 4 KiB set (cold cache, ext4 on a
- * loop device; benchmarks/sweep and benchmarks/README.md):
+ * Defaults (the measurements: benchmarks/sweep, benchmarks/README.md):
  *  - a small arena is faster than a large one: every page of the ring is
- *    zeroed on first touch, so 256 MiB cost about 0.4 s more than 64 MiB
- *    for a 400 MB batch, while 64 MiB already keeps the device busy;
+ *    zeroed on first touch, while 64 MiB already keeps the device busy;
  *  - 16 threads: cold metadata (statx, FIEMAP) blocks on inode-table and
- *    directory reads; 8 leave the device idle, 32 only add switching;
+ *    directory reads; fewer leave the device idle, more only add
+ *    switching;
  *  - queue depth 128: per-file uring reads merge better in the block
  *    layer when more adjacent ones are submitted together.
  */

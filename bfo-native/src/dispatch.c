@@ -245,8 +245,7 @@ static void region_done(struct disp *d, struct window *w, uint32_t ri, const uin
  * extent piece of one file, starting on it, whose whole length (the piece
  * rounded up to the device's block) lands page-aligned inside the file's
  * buffer.  Such a read skips the region buffer and the copy, and is
- * bounded by the queue depth only (a region buffer per read in flight
- * held the mixed set to 31 reads in flight).
+ * bounded by the queue depth only, not by the number of region buffers.
  */
 static uint8_t *direct_target(struct disp *d, struct window *w, const struct region *r)
 {

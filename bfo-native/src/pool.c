@@ -69,9 +69,8 @@ static int pool_spawn_locked(struct pool *p)
 }
 
 /*
- * Threads start on demand, up to nthreads: a small batch needs one or two
- * and a context made for it used to start sixteen (about 0.5 ms of a
- * 32-file batch's fixed cost, more on a loaded machine).  One starts now,
+ * Threads start on demand, up to nthreads: a small batch needs one or two,
+ * and starting them all would add to its fixed cost.  One starts now,
  * so that a pool that cannot have any thread fails here, not on a push.
  */
 int pool_start(struct pool *p, unsigned nthreads)
