@@ -138,7 +138,8 @@ void set_status(struct wbatch *b, uint32_t i, int status);
 void group_task(struct pool_task *pt);
 
 /* write_stem.c */
-/* The stem of the entries with a stem_off, made durable: 0 or -errno. */
+/* The stem of the entries with a stem_off (durable unless DURABILITY_NONE):
+ * 0 or -errno, and then the files are written without it. */
 int write_stem(struct wbatch *b, const char *stem_name);
 /* Can this file system share blocks between files (FICLONERANGE)? */
 bool probe_clone(struct bfo_writer *w);
