@@ -774,6 +774,10 @@ static int run_open(struct bfo_copier *c, struct run *r)
 	ret = bfo_ctx_create(&c->rctx, &c->ro);
 	if (ret) {
 		bfo_writer_close(c->w);
+		c->w = NULL;
+		if (r->root_fd >= 0)
+			close(r->root_fd);
+		r->root_fd = -1;
 		return ret;
 	}
 	/* A batch takes at most a quarter of the read arena: the engine reads
@@ -912,8 +916,10 @@ BFO_API int bfo_copier_run(struct bfo_copier *c, const char *const *srcs, unsign
 			return -EINVAL;
 	run_reset(c);
 	ret = run_dest(c, &r, srcs, nsrc, dst);
-	if (ret)
+	if (ret) {
+		free(r.single);
 		return ret;
+	}
 	ret = run_open(c, &r);
 	if (ret) {
 		free(c->root);
