@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 package io.github.bfo.hadoop;
 
+import io.github.bfo.LineSplitter;
+
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.io.LongWritable;
@@ -9,6 +11,8 @@ import org.apache.hadoop.io.compress.CodecPool;
 import org.apache.hadoop.io.compress.CompressionCodec;
 import org.apache.hadoop.io.compress.CompressionCodecFactory;
 import org.apache.hadoop.io.compress.Decompressor;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
@@ -33,6 +37,7 @@ import java.util.Map;
  * configuration, as CombineFileRecordReader does.
  */
 public final class TextCursor implements SplitCursor<LongWritable, Text> {
+    private static final Logger LOG = LoggerFactory.getLogger(TextCursor.class);
     private static final int STREAM_CHUNK = 64 * 1024;
 
     private final BatchFileSplit split;
@@ -111,7 +116,7 @@ public final class TextCursor implements SplitCursor<LongWritable, Text> {
                 if (!lines.ended()) {
                     while (chunkPos < chunkEnd) {
                         chunkPos = lines.scan(chunk, chunkPos, chunkEnd);
-                        if (lines.ready() && lines.take(key, value)) {
+                        if (lines.ready() && take(key, value)) {
                             select(chunkFile);
                             return true;
                         }
@@ -119,7 +124,7 @@ public final class TextCursor implements SplitCursor<LongWritable, Text> {
                             break;
                         }
                     }
-                    if (chunkLast && !lines.ended() && lines.finish() && lines.take(key, value)) {
+                    if (chunkLast && !lines.ended() && lines.finish() && take(key, value)) {
                         select(chunkFile);
                         chunkActive = false;
                         endFile();
@@ -185,6 +190,20 @@ public final class TextCursor implements SplitCursor<LongWritable, Text> {
             }
             return false;
         }
+    }
+
+    /** The completed line as the record, unless LineRecordReader would skip it (logged as it does) or it ends the file. */
+    private boolean take(LongWritable key, Text value) {
+        if (lines.take()) {
+            key.set(lines.lineStart());
+            value.set(lines.lineBytes(), lines.lineOffset(), lines.lineLength());
+            return true;
+        }
+        if (lines.skippedLength() > 0) {
+            LOG.info("Skipped line of size {} at pos {}", lines.skippedLength(),
+                    lines.position() - lines.skippedLength());
+        }
+        return false;
     }
 
     private void activate(int file, int len, boolean last) {

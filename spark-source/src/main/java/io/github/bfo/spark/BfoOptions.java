@@ -3,7 +3,9 @@ package io.github.bfo.spark;
 
 import io.github.bfo.BatchFileReader;
 import io.github.bfo.BatchFileWriter;
+import io.github.bfo.LineSplitter;
 import java.io.Serializable;
+import java.nio.charset.StandardCharsets;
 import java.util.Locale;
 import java.util.Map;
 import org.apache.spark.network.util.JavaUtils;
@@ -183,6 +185,16 @@ public final class BfoOptions implements Serializable {
             }
             throw new IllegalArgumentException("bfo: option " + key + " must be one of " + known + ", not '" + v + "'");
         }
+    }
+
+    /**
+     * format=text: the lines of a file as Spark's text source reads them (Hadoop's LineRecordReader: a UTF-8
+     * BOM at the start of the file dropped; lineSep as its UTF-8 bytes). No limit on a line's length: Spark
+     * sets none (text would take mapreduce.input.linerecordreader.line.maxlength from the session's Hadoop
+     * conf; this source does not read it).
+     */
+    LineSplitter newLineSplitter() {
+        return new LineSplitter(lineSep == null ? null : lineSep.getBytes(StandardCharsets.UTF_8), Integer.MAX_VALUE);
     }
 
     /** What one partition's read may hold in memory: arenaBytes, 64 MiB by default (bfo-java's arena). */

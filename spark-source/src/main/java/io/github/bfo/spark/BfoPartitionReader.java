@@ -3,6 +3,7 @@ package io.github.bfo.spark;
 
 import io.github.bfo.BatchFileReader;
 import io.github.bfo.FileBatch;
+import io.github.bfo.LineSplitter;
 import io.github.bfo.ReadStats;
 import java.io.FileNotFoundException;
 import java.io.IOException;
@@ -13,6 +14,7 @@ import java.nio.file.NotDirectoryException;
 import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -56,6 +58,8 @@ final class BfoPartitionReader implements PartitionReader<InternalRow> {
     private BatchFileReader reader;
     private FileBatch batch;
     private InternalRow current;
+    private final LineSplitter shared;              // format=text: the lines of files that come whole
+    private byte[] scratch = new byte[64 * 1024];  // a piece in native memory, copied for the line scan
     private boolean closed;
     private long files, dataBytes, metadataOnlyFiles, skipped, batches;
 
@@ -93,6 +97,7 @@ final class BfoPartitionReader implements PartitionReader<InternalRow> {
             partitionTypes[i] = f.partitionSchema.fields()[i].dataType();
         }
         dropped = new boolean[part.size()];
+        shared = f.options.text && !f.options.wholeText ? f.options.newLineSplitter() : null;
         fsStats = FileSystem.getStatistics("file", RawLocalFileSystem.class);
         TaskContext ctx = TaskContext.get();
         if (ctx != null) {
@@ -207,17 +212,19 @@ final class BfoPartitionReader implements PartitionReader<InternalRow> {
         if (f.options.text && !f.options.wholeText) {
             LineSplitter s;
             if (e.isWhole()) {
-                s = new LineSplitter(f.options.lineSep);
+                s = shared;
             } else {
                 Pending p = pending.computeIfAbsent(i, k -> new Pending());
                 if (p.lines == null) {
-                    p.lines = new LineSplitter(f.options.lineSep);
+                    p.lines = f.options.newLineSplitter();
                 }
                 s = p.lines;
             }
-            s.feed(e.data(), line -> ready.add(row(i, size, micros, line)));
+            if (e.offset() == 0) {
+                s.reset();
+            }
+            lines(s, e.data(), e.isLast(), i, size, micros);
             if (e.isLast()) {
-                s.finish(line -> ready.add(row(i, size, micros, line)));
                 pending.remove(i);
             }
             return;
@@ -242,6 +249,40 @@ final class BfoPartitionReader implements PartitionReader<InternalRow> {
             ready.add(row(i, size, micros, p.content));
             pending.remove(i);
         }
+    }
+
+    /** The lines of a piece of file i, as rows; the piece's bytes are copied once, into each line's row. */
+    private void lines(LineSplitter s, ByteBuffer d, boolean last, int i, long size, long micros) {
+        byte[] a;
+        int off, end;
+        if (d.hasArray()) {
+            a = d.array();
+            off = d.arrayOffset() + d.position();
+            end = d.arrayOffset() + d.limit();
+        } else {
+            // the batch's native memory: one bulk copy, then the scan runs over a Java array
+            int n = d.remaining();
+            if (scratch.length < n) {
+                scratch = new byte[(int) Math.max(n, Math.min(Integer.MAX_VALUE - 64, 2L * scratch.length))];
+            }
+            d.get(d.position(), scratch, 0, n);
+            a = scratch;
+            off = 0;
+            end = n;
+        }
+        while (off < end && !s.ended()) {
+            off = s.scan(a, off, end);
+            if (s.ready() && s.take()) {
+                ready.add(row(i, size, micros, line(s)));
+            }
+        }
+        if (last && !s.ended() && s.finish() && s.take()) {
+            ready.add(row(i, size, micros, line(s)));
+        }
+    }
+
+    private static byte[] line(LineSplitter s) {
+        return Arrays.copyOfRange(s.lineBytes(), s.lineOffset(), s.lineOffset() + s.lineLength());
     }
 
     private InternalRow row(int i, long size, long micros, byte[] data) {
