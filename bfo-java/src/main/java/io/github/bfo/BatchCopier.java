@@ -177,9 +177,7 @@ public final class BatchCopier implements AutoCloseable {
         Memory ro = new Memory(BfoNative.OPTS_SIZE);
         ro.clear();
         BfoNative.bfo_opts_init(ro);
-        ro.setInt(BfoNative.OPTS_engine, b.readEngine == BatchFileReader.Engine.RAW ? 1
-                : b.readEngine == BatchFileReader.Engine.URING ? 2
-                : b.readEngine == BatchFileReader.Engine.PORTABLE ? 3 : 0);
+        ro.setInt(BfoNative.OPTS_engine, BfoNative.code(b.readEngine));
         if (b.arenaBytes != 0) {
             ro.setLong(BfoNative.OPTS_arena_bytes, b.arenaBytes);
         }
@@ -189,11 +187,8 @@ public final class BatchCopier implements AutoCloseable {
         Memory wo = new Memory(BfoNative.WOPTS_SIZE);
         wo.clear();
         wo.setInt(BfoNative.WOPTS_size, BfoNative.WOPTS_SIZE);
-        wo.setInt(BfoNative.WOPTS_engine, b.writeEngine == BatchFileWriter.Engine.STEM ? 1
-                : b.writeEngine == BatchFileWriter.Engine.BATCHED ? 2
-                : b.writeEngine == BatchFileWriter.Engine.URING ? 3 : 0);
-        wo.setInt(BfoNative.WOPTS_durability, b.durability == BatchFileWriter.Durability.BATCH ? 0
-                : b.durability == BatchFileWriter.Durability.NONE ? 1 : 2);
+        wo.setInt(BfoNative.WOPTS_engine, BfoNative.code(b.writeEngine));
+        wo.setInt(BfoNative.WOPTS_durability, BfoNative.code(b.durability));
         wo.setInt(BfoNative.WOPTS_threads, b.threads);
         // The callbacks are referenced from native memory: this object keeps them (and their thunks) alive.
         callbacks = new Memory(BfoNative.CB_SIZE);

@@ -210,9 +210,26 @@ public final class BatchFileReader implements AutoCloseable {
         }
     }
 
+    /**
+     * Paths already in the kernel's bytes, NUL-terminated and packed (libbfo's
+     * walk hands them out so, and {@link #readPacked} takes them so): the
+     * native engine gives them to the library as they are, and a delivered
+     * entry makes its Path only when asked (a listing of 100,000 files then
+     * builds no Path and encodes nothing per file in Java).
+     */
+    interface PackedPaths {
+        /** The next whole paths, each NUL-terminated, none empty; null at the end. */
+        PathChunk nextChunk();
+    }
+
     /** The engines behind a reader. */
     interface Impl {
         FileBatch read(Iterable<? extends Path> paths);
+
+        /** A batch over packed paths; its {@link FileBatch#submitted()} counts those taken. */
+        FileBatch readChunks(PackedPaths paths);
+
+        boolean isNative();
 
         ReadStats lastStats();
 
@@ -315,43 +332,22 @@ public final class BatchFileReader implements AutoCloseable {
         if (impl.isClosed()) {
             throw new IllegalStateException("BatchFileReader closed");
         }
-        if (impl instanceof NativeReadEngine) {
-            boolean[] taken = {packed.length == 0};
-            return ((NativeReadEngine) impl).readChunks(() -> {
-                if (taken[0]) {
-                    return null;
-                }
-                taken[0] = true;
-                return chunk;
-            });
-        }
-        return impl.read(() -> new java.util.Iterator<Path>() {
-            private int pos;
-
-            @Override
-            public boolean hasNext() {
-                return pos < packed.length;
+        boolean[] taken = {packed.length == 0};
+        return impl.readChunks(() -> {
+            if (taken[0]) {
+                return null;
             }
-
-            @Override
-            public Path next() {
-                if (!hasNext()) {
-                    throw new java.util.NoSuchElementException();
-                }
-                int end = chunk.end(pos);
-                Path p = chunk.path(pos, end - pos);
-                pos = end + 1;
-                return p;
-            }
+            taken[0] = true;
+            return chunk;
         });
     }
 
-    /** A batch over chunks of packed paths (TreeBatch's walk); only on a native reader. */
-    NativeReadEngine.NativeBatch readChunks(NativeReadEngine.PackedPaths paths) {
+    /** A batch over chunks of packed paths (TreeBatch's walk). */
+    FileBatch readChunks(PackedPaths paths) {
         if (impl.isClosed()) {
             throw new IllegalStateException("BatchFileReader closed");
         }
-        return ((NativeReadEngine) impl).readChunks(paths);
+        return impl.readChunks(paths);
     }
 
     boolean isClosedInternal() {
@@ -370,7 +366,7 @@ public final class BatchFileReader implements AutoCloseable {
 
     /** True when the native library serves this reader. */
     public boolean isNative() {
-        return impl instanceof NativeReadEngine;
+        return impl.isNative();
     }
 
     /** A human-readable line about the engines this reader can use (bfo_ctx_describe), or why it runs in Java. */

@@ -50,7 +50,7 @@ import java.util.Objects;
  *
  * <p>Engines: "stem" (XFS with reflink, btrfs) or "batched" (elsewhere) in
  * libbfo; without libbfo a pure-Java engine (engine "java": temporary file,
- * then an atomic rename, fsync per file for durability BATCH and EACH; no
+ * then an atomic rename, fsync per file unless durability is NONE; no
  * crash manifest, no FIFOs) serves the same API.
  *
  * <p><b>A root other users can write.</b> No engine follows a symbolic link
@@ -75,14 +75,31 @@ import java.util.Objects;
  */
 public final class BatchFileWriter implements AutoCloseable {
 
-    /** When written data is durable (native {@code enum bfo_durability}). */
+    /** When written data is durable (native {@code enum bfo_durability}; codes in BfoNative). */
     public enum Durability {
         /** Page cache only, like cp; no manifest. */
         NONE,
         /** Durable when {@link #write} returns: one durability point per batch (the default). */
         BATCH,
-        /** fsync per file (for comparison). */
-        EACH
+        /**
+         * Each file durable as soon as it is written, before the next one is
+         * (fsync per file, like {@code rsync --fsync}): for a destination
+         * consumed file by file while the writing goes on, where a reader
+         * may act on a file that a crash must not take back. Costs a device
+         * flush per file.
+         */
+        EACH,
+        /**
+         * Durable when {@link #close()} returns: each file is complete or
+         * absent after a crash, as with BATCH, but batches share durability
+         * points (native: up to 64 consecutive batches share one syncfs, so
+         * a long stream of batches, a copy, does not wait on the disk once
+         * per batch; batches that replace files or continue a file in
+         * pieces are synced at once; the Java engine forces each file before
+         * its rename and syncs the directories at close). After a crash,
+         * batches not yet synced are recovered like unfinished ones.
+         */
+        CLOSE
     }
 
     /** The writer's engine (native {@code enum bfo_wengine}, plus the pure-Java one). */
@@ -232,7 +249,7 @@ public final class BatchFileWriter implements AutoCloseable {
         return root;
     }
 
-    /** The engine in use: "stem", "batched" or "java". */
+    /** The engine in use: "stem", "batched", "uring" or "java". */
     public String engine() {
         return impl.engineName();
     }

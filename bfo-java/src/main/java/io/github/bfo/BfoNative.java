@@ -48,6 +48,96 @@ final class BfoNative {
 
     static final ByteOrder ORDER = ByteOrder.nativeOrder();
 
+    // ---------------------------------------------------------------- system properties read by bfo-java
+    /** false (or 0, no): libbfo is not loaded, the Java engines run. */
+    static final String NATIVE_PROPERTY = "bfo.native";
+    /** Directories holding libbfo.so (or the file itself), separated by File.pathSeparator: only there when set. */
+    static final String LIBRARY_PATH_PROPERTY = "bfo.library.path";
+    /** Idle native read contexts kept, at most (default: 2 x available processors, at least 4; 0: no pooling). */
+    static final String POOL_MAX_IDLE_PROPERTY = "bfo.contextPool.maxIdle";
+    /** Milliseconds an idle native read context is kept (default 60,000). */
+    static final String POOL_IDLE_TIMEOUT_PROPERTY = "bfo.contextPool.idleTimeoutMs";
+    /** The JDK's: the charset it encodes file names with (PathBytes gives the kernel the same bytes). */
+    static final String JNU_ENCODING_PROPERTY = "sun.jnu.encoding";
+
+    // ---------------------------------------------------------------- enum codes and their names (bfo.h)
+    // Each Java enum has one mapping to its C enum, here; the names are bfo_engine_name/bfo_wengine_name's,
+    // known without a native call (statistics are read per batch, the Java engines have no library).
+
+    /** enum bfo_engine, by code. */
+    static final String[] ENGINE_NAMES = {"auto", "raw", "uring", "portable", "none"};
+    static final int ENGINE_AUTO = 0, ENGINE_RAW = 1, ENGINE_URING = 2, ENGINE_PORTABLE = 3, ENGINE_NONE = 4;
+    /** enum bfo_order. */
+    static final int ORDER_AUTO = 0, ORDER_INODE = 1, ORDER_PHYSICAL = 2;
+    /** enum bfo_wengine, by code. */
+    static final String[] WENGINE_NAMES = {"auto", "stem", "batched", "uring"};
+    static final int WENGINE_AUTO = 0, WENGINE_STEM = 1, WENGINE_BATCHED = 2, WENGINE_URING = 3;
+    /** enum bfo_durability. */
+    static final int DURABILITY_BATCH = 0, DURABILITY_NONE = 1, DURABILITY_EACH = 2, DURABILITY_CLOSE = 3;
+
+    /** The read engine's enum bfo_engine (JAVA never reaches the library). */
+    static int code(BatchFileReader.Engine e) {
+        switch (e) {
+            case AUTO: return ENGINE_AUTO;
+            case RAW: return ENGINE_RAW;
+            case URING: return ENGINE_URING;
+            case PORTABLE: return ENGINE_PORTABLE;
+            default: throw new IllegalArgumentException("no native read engine: " + e);
+        }
+    }
+
+    static int code(BatchFileReader.Order o) {
+        switch (o) {
+            case AUTO: return ORDER_AUTO;
+            case INODE: return ORDER_INODE;
+            case PHYSICAL: return ORDER_PHYSICAL;
+            default: throw new IllegalArgumentException("no native order: " + o);
+        }
+    }
+
+    /** The write engine's enum bfo_wengine (JAVA never reaches the library). */
+    static int code(BatchFileWriter.Engine e) {
+        switch (e) {
+            case AUTO: return WENGINE_AUTO;
+            case STEM: return WENGINE_STEM;
+            case BATCHED: return WENGINE_BATCHED;
+            case URING: return WENGINE_URING;
+            default: throw new IllegalArgumentException("no native write engine: " + e);
+        }
+    }
+
+    static int code(BatchFileWriter.Durability d) {
+        switch (d) {
+            case BATCH: return DURABILITY_BATCH;
+            case NONE: return DURABILITY_NONE;
+            case EACH: return DURABILITY_EACH;
+            case CLOSE: return DURABILITY_CLOSE;
+            default: throw new IllegalArgumentException("no native durability: " + d);
+        }
+    }
+
+    /** An entry's enum bfo_wtype. */
+    static int code(WriteEntry.Type t) {
+        switch (t) {
+            case FILE: return WTYPE_FILE;
+            case DIRECTORY: return WTYPE_DIR;
+            case SYMLINK: return WTYPE_SYMLINK;
+            case HARDLINK: return WTYPE_HARDLINK;
+            case FIFO: return WTYPE_FIFO;
+            default: throw new IllegalArgumentException("no native entry type: " + t);
+        }
+    }
+
+    /** A read engine's name by its enum bfo_engine code, "?" for a code this jar does not know. */
+    static String engineName(int code) {
+        return code >= 0 && code < ENGINE_NAMES.length ? ENGINE_NAMES[code] : "?";
+    }
+
+    /** A write engine's name by its enum bfo_wengine code, "?" for a code this jar does not know. */
+    static String wengineName(int code) {
+        return code >= 0 && code < WENGINE_NAMES.length ? WENGINE_NAMES[code] : "?";
+    }
+
     // ---------------------------------------------------------------- struct bfo_opts (144 bytes)
     static final int OPTS_SIZE = 144;
     static final int OPTS_size = 0, OPTS_flags = 4, OPTS_engine = 8, OPTS_order = 12, OPTS_window_files = 16,
@@ -199,12 +289,12 @@ final class BfoNative {
     }
 
     private static String load(String[] where, int[] version) {
-        String prop = System.getProperty("bfo.native", "true").trim();
+        String prop = System.getProperty(NATIVE_PROPERTY, "true").trim();
         if (prop.equalsIgnoreCase("false") || prop.equals("0") || prop.equalsIgnoreCase("no")) {
             return "native library disabled by -Dbfo.native=" + prop;
         }
         List<String> tried = new ArrayList<>();
-        String override = System.getProperty("bfo.library.path");
+        String override = System.getProperty(LIBRARY_PATH_PROPERTY);
         if (override != null && !override.isBlank()) {
             for (String dir : override.split(File.pathSeparator)) {
                 if (dir.isBlank()) {
@@ -311,16 +401,6 @@ final class BfoNative {
             Pointer p = bfo_strerror(s);
             return p == null ? "error " + s : p.getString(0, "UTF-8");
         });
-    }
-
-    static String engineName(int engine) {
-        Pointer p = bfo_engine_name(engine);
-        return p == null ? "?" : p.getString(0, "UTF-8");
-    }
-
-    static String wengineName(int engine) {
-        Pointer p = bfo_wengine_name(engine);
-        return p == null ? "?" : p.getString(0, "UTF-8");
     }
 
     /** A direct buffer in native byte order. */

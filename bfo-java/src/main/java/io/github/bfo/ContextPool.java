@@ -19,17 +19,12 @@ import java.util.concurrent.TimeUnit;
  * released, stats and stop state cleared): nothing of one reader's batch
  * is seen by the next. A context is used by one reader at a time, so
  * concurrent readers each have their own; only idle ones are pooled, at
- * most {@value #MAX_IDLE_PROPERTY} of them (least recently used destroyed
- * first), each destroyed after {@value #IDLE_TIMEOUT_PROPERTY} ms idle and
+ * most {@code -Dbfo.contextPool.maxIdle} ({@link BfoNative#POOL_MAX_IDLE_PROPERTY}) of them (least recently used destroyed
+ * first), each destroyed after {@code -Dbfo.contextPool.idleTimeoutMs} ms idle and
  * at JVM shutdown (a shutdown hook). Contexts in use at shutdown are
  * destroyed by their readers' close.
  */
 final class ContextPool {
-    /** System property: idle contexts kept, at most (default: 2 x available processors, at least 4; 0: no pooling). */
-    static final String MAX_IDLE_PROPERTY = "bfo.contextPool.maxIdle";
-    /** System property: milliseconds an idle context is kept (default 60,000). */
-    static final String IDLE_TIMEOUT_PROPERTY = "bfo.contextPool.idleTimeoutMs";
-
     private static final ContextPool SHARED = makeShared();
 
     private final int maxIdle;
@@ -48,8 +43,8 @@ final class ContextPool {
     }
 
     private static ContextPool makeShared() {
-        int max = Integer.getInteger(MAX_IDLE_PROPERTY, Math.max(4, 2 * Runtime.getRuntime().availableProcessors()));
-        long timeout = Long.getLong(IDLE_TIMEOUT_PROPERTY, 60_000L);
+        int max = Integer.getInteger(BfoNative.POOL_MAX_IDLE_PROPERTY, Math.max(4, 2 * Runtime.getRuntime().availableProcessors()));
+        long timeout = Long.getLong(BfoNative.POOL_IDLE_TIMEOUT_PROPERTY, 60_000L);
         ContextPool p = new ContextPool(Math.max(0, max), Math.max(1, timeout));
         Runtime.getRuntime().addShutdownHook(new Thread(p::shutdown, "bfo-context-pool-shutdown"));
         return p;

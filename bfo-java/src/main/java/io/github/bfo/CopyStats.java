@@ -25,7 +25,7 @@ public record CopyStats(long files, long others, long bytes, long errors, long b
         return new CopyStats(p.getLong(BfoNative.CSTATS_files), p.getLong(BfoNative.CSTATS_others),
                 p.getLong(BfoNative.CSTATS_bytes), p.getLong(BfoNative.CSTATS_errors),
                 p.getLong(BfoNative.CSTATS_batches), Duration.ofNanos(p.getLong(BfoNative.CSTATS_ns_total)),
-                re >= 0 && re < ReadStats.NATIVE_ENGINES.length ? ReadStats.NATIVE_ENGINES[re] : "?",
-                we >= 0 && we < WriteStats.ENGINES.length ? WriteStats.ENGINES[we] : "?");
+                BfoNative.engineName(re),
+                BfoNative.wengineName(we));
     }
 }

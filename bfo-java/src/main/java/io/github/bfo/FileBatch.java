@@ -72,6 +72,11 @@ public abstract class FileBatch implements Iterator<FileData>, Iterable<FileData
     /** True when the reader that made the batch is closed. */
     abstract boolean readerClosed();
 
+    /** Paths taken from the batch's source so far (the engines' batches; a tree's walk asks). */
+    long submitted() {
+        throw new UnsupportedOperationException();
+    }
+
     /**
      * Statistics of this batch so far (final once {@link #hasNext()}
      * returned false). Safe while the batch runs, for progress.

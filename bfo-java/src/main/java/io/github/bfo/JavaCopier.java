@@ -39,7 +39,6 @@ import java.util.function.BooleanSupplier;
 final class JavaCopier {
     private static final boolean UNIX = FileSystems.getDefault().supportedFileAttributeViews().contains("unix");
     private static final LinkOption NOFOLLOW = LinkOption.NOFOLLOW_LINKS;
-    private static final int UMASK = NativeWriter.defaultMode(WriteEntry.Type.DIRECTORY) ^ 0777;
 
     private final boolean archive, replace;
     private final BatchFileWriter.Durability durability;
@@ -191,7 +190,7 @@ final class JavaCopier {
         Map<String, Object> u = Files.readAttributes(src, "unix:mode,uid,gid", NOFOLLOW);
         int mode = (Integer) u.get("mode");
         if (!archive) {
-            return new SafeTree.Meta(link ? -1 : mode & 0777 & ~UMASK, -1, -1, null, null);
+            return new SafeTree.Meta(link ? -1 : mode & 0777 & ~WriteEntry.UMASK, -1, -1, null, null);
         }
         boolean owner = SafeTree.euid() == 0;
         return new SafeTree.Meta(link ? -1 : mode & 07777, owner ? (Integer) u.get("uid") : -1,

@@ -78,6 +78,42 @@ final class JavaReadEngine implements BatchFileReader.Impl {
     }
 
     @Override
+    public boolean isNative() {
+        return false;
+    }
+
+    /** Packed paths as Paths, one chunk at a time: this engine opens files by Path. */
+    @Override
+    public FileBatch readChunks(BatchFileReader.PackedPaths paths) {
+        return read(() -> new Iterator<Path>() {
+            private PathChunk chunk;
+            private int pos;
+            private boolean done;
+
+            @Override
+            public boolean hasNext() {
+                while (!done && (chunk == null || pos >= chunk.length())) {
+                    chunk = paths.nextChunk();
+                    pos = 0;
+                    done = chunk == null;
+                }
+                return !done;
+            }
+
+            @Override
+            public Path next() {
+                if (!hasNext()) {
+                    throw new java.util.NoSuchElementException();
+                }
+                int end = chunk.end(pos);
+                Path p = chunk.path(pos, end - pos);
+                pos = end + 1;
+                return p;
+            }
+        });
+    }
+
+    @Override
     public boolean isClosed() {
         return closed;
     }
@@ -295,6 +331,11 @@ final class JavaReadEngine implements BatchFileReader.Impl {
         JavaBatch(Iterator<? extends Path> src, ExecutorService pool) {
             this.src = src;
             this.pool = pool;
+        }
+
+        @Override
+        long submitted() {
+            return nextIndex;
         }
 
         @Override

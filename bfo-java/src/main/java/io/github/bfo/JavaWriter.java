@@ -20,8 +20,8 @@ import java.util.Set;
  * The portable pure-Java writer: each file is made in a private directory of
  * the root (see {@link SafeTree}), gets its metadata there through a
  * descriptor, and is renamed into place (so a file is complete or absent);
- * durability BATCH and EACH fsync every file written (BATCH also its
- * directories after the batch). No crash manifest, no stem engine, no FIFOs
+ * durability other than NONE fsyncs every file written (BATCH also its
+ * directories after the batch, CLOSE those of all batches at close). No crash manifest, no stem engine, no FIFOs
  * ({@code -EOPNOTSUPP}). Destination paths follow the native rules:
  * relative, no '.'/'..', not the journal, no symbolic link followed in the
  * directories of a path. Set-id and sticky bits and the owner of a symbolic
@@ -34,6 +34,7 @@ final class JavaWriter implements BatchFileWriter.Impl {
     private final boolean replace, stopOnError;
     private final List<Dir> dirs = new ArrayList<>();
     private final Map<String, Stream> streams = new HashMap<>();
+    private final Set<Path> syncAtClose = new HashSet<>();   // durability CLOSE: directories of the batches
     private long batches, files, failed, bytes, syncs;
     private long nsData, nsMeta, nsSync;
     private boolean closed;
@@ -116,7 +117,7 @@ final class JavaWriter implements BatchFileWriter.Impl {
     }
 
     private static SafeTree.Meta meta(WriteEntry e) {
-        int mode = e.mode != WriteEntry.UNSET ? e.mode : NativeWriter.defaultMode(e.type);
+        int mode = e.mode != WriteEntry.UNSET ? e.mode : WriteEntry.defaultMode(e.type);
         return new SafeTree.Meta(e.type == WriteEntry.Type.SYMLINK ? -1 : mode, e.uid, e.gid,
                 e.hasTimes() ? time(e.effMtime()) : null, e.hasTimes() ? time(e.effAtime()) : null);
     }
@@ -243,6 +244,8 @@ final class JavaWriter implements BatchFileWriter.Impl {
         }
         if (durability == BatchFileWriter.Durability.BATCH && !toSync.isEmpty()) {
             sync(toSync);
+        } else if (durability == BatchFileWriter.Durability.CLOSE) {
+            syncAtClose.addAll(toSync);
         }
         return nfailed;
     }
@@ -331,11 +334,11 @@ final class JavaWriter implements BatchFileWriter.Impl {
                 }
                 nsMeta += System.nanoTime() - t0;
             }
-            if (durability != BatchFileWriter.Durability.NONE && !dirs.isEmpty()) {
-                Set<Path> ps = new HashSet<>();
-                for (Dir d : dirs) {
-                    ps.add(d.rel);
-                }
+            Set<Path> ps = new HashSet<>(syncAtClose);
+            for (Dir d : dirs) {
+                ps.add(d.rel);
+            }
+            if (durability != BatchFileWriter.Durability.NONE && !ps.isEmpty()) {
                 sync(ps);
             }
         } finally {

@@ -48,17 +48,6 @@ final class NativeReadEngine implements BatchFileReader.Impl {
         return (int) (w[base + (off >> 3)] >>> shift) & 0xffff;
     }
 
-    /**
-     * Paths already in the kernel's bytes, NUL-terminated and packed (libbfo's
-     * walk hands them out so): they go to the library as they are, and a
-     * delivered entry makes its Path only when asked (a listing of 100,000
-     * files then builds no Path and encodes nothing per file in Java).
-     */
-    interface PackedPaths {
-        /** The next whole paths, each NUL-terminated, none empty; null at the end. */
-        PathChunk nextChunk();
-    }
-
     private final boolean noFollow;
     private final int windowFiles;
     private final String engineAsked;
@@ -110,8 +99,8 @@ final class NativeReadEngine implements BatchFileReader.Impl {
             flags |= BfoNative.READ_METADATA_ONLY;
         }
         o.setInt(BfoNative.OPTS_flags, flags);
-        o.setInt(BfoNative.OPTS_engine, engineCode(b.engine));
-        o.setInt(BfoNative.OPTS_order, b.order.ordinal());
+        o.setInt(BfoNative.OPTS_engine, BfoNative.code(b.engine));
+        o.setInt(BfoNative.OPTS_order, BfoNative.code(b.order));
         setInt(o, BfoNative.OPTS_window_files, b.windowFiles);
         setInt(o, BfoNative.OPTS_queue_depth, b.queueDepth);
         setInt(o, BfoNative.OPTS_threads, b.threads);
@@ -139,15 +128,6 @@ final class NativeReadEngine implements BatchFileReader.Impl {
             throw new IOException(what);
         }
         return new NativeContext(key, ref.getValue(), o.getInt(BfoNative.OPTS_window_files));
-    }
-
-    private static int engineCode(BatchFileReader.Engine e) {
-        switch (e) {
-            case RAW: return 1;
-            case URING: return 2;
-            case PORTABLE: return 3;
-            default: return 0;
-        }
     }
 
     private static void setInt(Memory m, int off, int v) {
@@ -181,6 +161,11 @@ final class NativeReadEngine implements BatchFileReader.Impl {
                 lock.notifyAll();
             }
         }
+    }
+
+    @Override
+    public boolean isNative() {
+        return true;
     }
 
     @Override
@@ -240,8 +225,8 @@ final class NativeReadEngine implements BatchFileReader.Impl {
         return start(new NativeBatch(it, null));
     }
 
-    /** A batch over packed paths (see {@link PackedPaths}); the batch's {@link NativeBatch#submitted()} counts them. */
-    NativeBatch readChunks(PackedPaths paths) {
+    @Override
+    public NativeBatch readChunks(BatchFileReader.PackedPaths paths) {
         return start(new NativeBatch(null, paths));
     }
 
@@ -292,7 +277,7 @@ final class NativeReadEngine implements BatchFileReader.Impl {
 
     final class NativeBatch extends FileBatch {
         private final Iterator<? extends Path> src;       // or
-        private final PackedPaths packedSrc;
+        private final BatchFileReader.PackedPaths packedSrc;
         private PathChunk chunk;         // of packedSrc, packed up to chunkPos
         private int chunkPos;
         /**
@@ -323,7 +308,7 @@ final class NativeReadEngine implements BatchFileReader.Impl {
         private ReadStats finalStats;
         private boolean readerGone;
 
-        NativeBatch(Iterator<? extends Path> src, PackedPaths packedSrc) {
+        NativeBatch(Iterator<? extends Path> src, BatchFileReader.PackedPaths packedSrc) {
             this.src = src;
             this.packedSrc = packedSrc;
             // The context's buffers: one batch at a time uses them (a new batch of the reader
@@ -342,6 +327,7 @@ final class NativeReadEngine implements BatchFileReader.Impl {
         }
 
         /** Paths taken from the input so far (all of it once the batch ended, unless it stopped). */
+        @Override
         long submitted() {
             return packed;
         }
@@ -614,7 +600,7 @@ final class NativeReadEngine implements BatchFileReader.Impl {
                     int32(w, base, BfoNative.FILE_mode), int32(w, base, BfoNative.FILE_uid),
                     int32(w, base, BfoNative.FILE_gid), int32(w, base, BfoNative.FILE_nlink),
                     int32(w, base, BfoNative.FILE_status),
-                    engine < ReadStats.NATIVE_ENGINES.length ? ReadStats.NATIVE_ENGINES[engine] : "?", last, noFollow,
+                    BfoNative.engineName(engine), last, noFollow,
                     w[base + BfoNative.FILE_data / 8], null, null);
         }
 

@@ -16,8 +16,6 @@ import java.util.List;
 
 /** BatchFileWriter on a native bfo_writer: one bfo_writer_write per batch. */
 final class NativeWriter implements BatchFileWriter.Impl {
-    private static final int UMASK = readUmask();
-
     private Pointer w;
     private final String engine;
     private final Memory opts = new Memory(BfoNative.WOPTS_SIZE);
@@ -31,11 +29,8 @@ final class NativeWriter implements BatchFileWriter.Impl {
         opts.setInt(BfoNative.WOPTS_size, BfoNative.WOPTS_SIZE);
         int flags = (b.replace ? BfoNative.WRITE_REPLACE : 0) | (b.stopOnError ? BfoNative.WRITE_STOP_ON_ERROR : 0);
         opts.setInt(BfoNative.WOPTS_flags, flags);
-        opts.setInt(BfoNative.WOPTS_engine, b.engine == BatchFileWriter.Engine.STEM ? 1
-                : b.engine == BatchFileWriter.Engine.BATCHED ? 2
-                : b.engine == BatchFileWriter.Engine.URING ? 3 : 0);
-        opts.setInt(BfoNative.WOPTS_durability, b.durability == BatchFileWriter.Durability.BATCH ? 0
-                : b.durability == BatchFileWriter.Durability.NONE ? 1 : 2);
+        opts.setInt(BfoNative.WOPTS_engine, BfoNative.code(b.engine));
+        opts.setInt(BfoNative.WOPTS_durability, BfoNative.code(b.durability));
         opts.setInt(BfoNative.WOPTS_threads, b.threads);
         PointerByReference ref = new PointerByReference();
         Memory root = BfoNative.cString(PathBytes.of(b.root));
@@ -49,30 +44,6 @@ final class NativeWriter implements BatchFileWriter.Impl {
         }
         w = ref.getValue();
         engine = BfoNative.wengineName(readStats().getInt(BfoNative.WSTATS_engine));
-    }
-
-    static int defaultMode(WriteEntry.Type t) {
-        switch (t) {
-            case DIRECTORY:
-                return 0777 & ~UMASK;
-            case SYMLINK:
-                return 0777;
-            default:
-                return 0666 & ~UMASK;
-        }
-    }
-
-    private static int readUmask() {
-        try {
-            for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
-                if (line.startsWith("Umask:")) {
-                    return Integer.parseInt(line.substring(6).trim(), 8);
-                }
-            }
-        } catch (IOException | RuntimeException e) {
-            // below
-        }
-        return 022;
     }
 
     @Override
@@ -108,7 +79,7 @@ final class NativeWriter implements BatchFileWriter.Impl {
         m.putLong(base + BfoNative.WE_length, length);
         m.putLong(base + BfoNative.WE_offset, offset);
         m.putInt(base + BfoNative.WE_type, type);
-        m.putInt(base + BfoNative.WE_mode, e.mode != WriteEntry.UNSET ? e.mode : defaultMode(e.type));
+        m.putInt(base + BfoNative.WE_mode, e.mode != WriteEntry.UNSET ? e.mode : WriteEntry.defaultMode(e.type));
         int flags = extraFlags;
         if (e.uid != WriteEntry.UNSET) {
             flags |= BfoNative.WENTRY_OWNER;
@@ -124,16 +95,6 @@ final class NativeWriter implements BatchFileWriter.Impl {
             m.putInt(base + BfoNative.WE_atime_nsec, (int) Math.floorMod(at, 1_000_000_000L));
         }
         m.putInt(base + BfoNative.WE_flags, flags);
-    }
-
-    private static int wtype(WriteEntry.Type t) {
-        switch (t) {
-            case DIRECTORY: return BfoNative.WTYPE_DIR;
-            case SYMLINK: return BfoNative.WTYPE_SYMLINK;
-            case HARDLINK: return BfoNative.WTYPE_HARDLINK;
-            case FIFO: return BfoNative.WTYPE_FIFO;
-            default: return BfoNative.WTYPE_FILE;
-        }
     }
 
     private Memory staging(long bytes) {
@@ -192,7 +153,7 @@ final class NativeWriter implements BatchFileWriter.Impl {
                 m.put(e.target).put((byte) 0);
                 off += align8(e.target.length + 1L);
             }
-            fillEntry(m, base, e, wtype(e.type), pathAddr, dataAddr, length, 0, 0);
+            fillEntry(m, base, e, BfoNative.code(e.type), pathAddr, dataAddr, length, 0, 0);
         }
         int r = BfoNative.bfo_writer_write(w, mem, n);
         Reference.reachabilityFence(keep);
@@ -202,7 +163,7 @@ final class NativeWriter implements BatchFileWriter.Impl {
             int eng = m.getShort(base + BfoNative.WE_engine) & 0xffff;
             WriteEntry e = entries.get(i);
             out[i] = new WriteResult(e, st, st == 0 ? null : Errno.forWrite(st, e.display, e.targetDisplay),
-                    eng < WriteStats.ENGINES.length ? WriteStats.ENGINES[eng] : "?");
+                    BfoNative.wengineName(eng));
         }
         return r;
     }

@@ -31,7 +31,7 @@ final class PathBytes {
     static {
         Charset cs;
         try {
-            cs = Charset.forName(System.getProperty("sun.jnu.encoding", "UTF-8"));
+            cs = Charset.forName(System.getProperty(BfoNative.JNU_ENCODING_PROPERTY, "UTF-8"));
         } catch (RuntimeException e) {
             cs = StandardCharsets.UTF_8;
         }

@@ -37,23 +37,21 @@ public record ReadStats(String engine, Set<String> engines, long files, long fil
                         long windows, Duration metadataTime, Duration dataTime, Duration totalTime,
                         Map<String, Long> filesByEngine) {
 
-    static final String[] NATIVE_ENGINES = {"auto", "raw", "uring", "portable", "none"};
-
     static ReadStats fromNative(ByteBuffer b) {
         Set<String> engines = new LinkedHashSet<>();
         int mask = b.getInt(BfoNative.STATS_engines);
         Map<String, Long> by = new LinkedHashMap<>();
-        for (int i = 0; i < 5; i++) {
+        for (int i = 0; i < BfoNative.ENGINE_NAMES.length; i++) {
             if ((mask & (1 << i)) != 0) {
-                engines.add(NATIVE_ENGINES[i]);
+                engines.add(BfoNative.ENGINE_NAMES[i]);
             }
             long n = b.getLong(BfoNative.STATS_files_by_engine + 8 * i);
             if (n != 0) {
-                by.put(NATIVE_ENGINES[i], n);
+                by.put(BfoNative.ENGINE_NAMES[i], n);
             }
         }
         int e = b.getInt(BfoNative.STATS_engine);
-        return new ReadStats(e >= 0 && e < 5 ? NATIVE_ENGINES[e] : "?", Collections.unmodifiableSet(engines),
+        return new ReadStats(BfoNative.engineName(e), Collections.unmodifiableSet(engines),
                 b.getLong(BfoNative.STATS_files), b.getLong(BfoNative.STATS_files_ok),
                 b.getLong(BfoNative.STATS_files_failed), b.getLong(BfoNative.STATS_bytes),
                 b.getLong(BfoNative.STATS_device_bytes), b.getLong(BfoNative.STATS_ios),

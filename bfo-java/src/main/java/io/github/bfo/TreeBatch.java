@@ -120,7 +120,7 @@ final class TreeBatch extends FileBatch {
             if (!inner.hasNext()) {
                 stats = add(stats, inner.stats());
                 if (walker != null) {
-                    submitted = ((NativeReadEngine.NativeBatch) inner).submitted();
+                    submitted = inner.submitted();
                 }
                 inner.close();
                 inner = null;

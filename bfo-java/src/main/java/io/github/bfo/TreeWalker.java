@@ -27,7 +27,7 @@ import java.util.List;
  * buffers, one path buffer here, and the buffers handed out while entries
  * of theirs are in flight or kept. Not thread-safe (one consumer).
  */
-final class TreeWalker implements NativeReadEngine.PackedPaths, AutoCloseable {
+final class TreeWalker implements BatchFileReader.PackedPaths, AutoCloseable {
     /** Bytes of paths fetched per native call. */
     private static final int PATH_BUFFER = 1 << 20;
     private static final int FAILURE_PATH_MAX = 1 << 16;

@@ -36,6 +36,9 @@ public final class WriteEntry {
 
     static final int UNSET = -1;
 
+    /** The process's umask, read once (the kernel applies it to what it creates; the engines apply it to modes they set). */
+    static final int UMASK = readUmask();
+
     final Type type;
     final String display;     // for messages and results
     final byte[] pathBytes;   // relative, as the kernel sees it
@@ -243,5 +246,30 @@ public final class WriteEntry {
     public String toString() {
         return "WriteEntry[" + type + " " + display + (type == Type.FILE ? " " + length() + " bytes" : "")
                 + (target != null ? " -> " + targetDisplay : "") + "]";
+    }
+
+    /** The mode an entry without one gets: what open/mkdir would give under the umask (a link's is not applied). */
+    static int defaultMode(Type t) {
+        switch (t) {
+            case DIRECTORY:
+                return 0777 & ~UMASK;
+            case SYMLINK:
+                return 0777;
+            default:
+                return 0666 & ~UMASK;
+        }
+    }
+
+    private static int readUmask() {
+        try {
+            for (String line : java.nio.file.Files.readAllLines(Path.of("/proc/self/status"))) {
+                if (line.startsWith("Umask:")) {
+                    return Integer.parseInt(line.substring(6).trim(), 8);
+                }
+            }
+        } catch (java.io.IOException | RuntimeException e) {
+            // no /proc: the usual default
+        }
+        return 022;
     }
 }

@@ -8,7 +8,7 @@ import java.time.Duration;
  * What a writer did over all its batches (native {@code struct
  * bfo_write_stats}, or the Java engine's own counts). Immutable.
  *
- * @param engine        "stem", "batched" or "java"
+ * @param engine        "stem", "batched", "uring" or "java"
  * @param batches       batches written (native batches: a list larger than the staging bound counts several)
  * @param files         entries written successfully
  * @param failed        entries that failed
@@ -23,11 +23,9 @@ import java.time.Duration;
 public record WriteStats(String engine, long batches, long files, long failed, long bytes, long syncs, long clones,
                          Duration manifestTime, Duration dataTime, Duration metadataTime, Duration syncTime) {
 
-    static final String[] ENGINES = {"auto", "stem", "batched"};
-
     static WriteStats fromNative(ByteBuffer b) {
         int e = b.getInt(BfoNative.WSTATS_engine);
-        return new WriteStats(e >= 0 && e < 3 ? ENGINES[e] : "?", b.getLong(BfoNative.WSTATS_batches),
+        return new WriteStats(BfoNative.wengineName(e), b.getLong(BfoNative.WSTATS_batches),
                 b.getLong(BfoNative.WSTATS_files), b.getLong(BfoNative.WSTATS_failed),
                 b.getLong(BfoNative.WSTATS_bytes), b.getLong(BfoNative.WSTATS_syncs),
                 b.getLong(BfoNative.WSTATS_clones), Duration.ofNanos(b.getLong(BfoNative.WSTATS_ns_manifest)),

@@ -131,7 +131,7 @@ class ContextPoolTest {
         } finally {
             ex.shutdown();
         }
-        assertTrue(ContextPool.shared().idleCount() <= Integer.getInteger(ContextPool.MAX_IDLE_PROPERTY,
+        assertTrue(ContextPool.shared().idleCount() <= Integer.getInteger(BfoNative.POOL_MAX_IDLE_PROPERTY,
                 Math.max(4, 2 * Runtime.getRuntime().availableProcessors())), "idle contexts beyond the bound");
     }
 

@@ -132,7 +132,7 @@ class CopierTest {
             Map<String, String> want = describe(src, false);
             Map<String, String> got = describe(into.resolve("src"), false);
             assertEquals(want.keySet(), got.keySet());
-            int umask = 0777 & ~NativeWriter.defaultMode(WriteEntry.Type.DIRECTORY);
+            int umask = 0777 & ~WriteEntry.defaultMode(WriteEntry.Type.DIRECTORY);
             assertEquals(0751 & ~umask, mode(into.resolve("src/modes/x")), "cp -r: mode less the umask");
             // one file to a new name
             c.copy(List.of(src.resolve("zero")), dir.resolve("z2")).orThrow();

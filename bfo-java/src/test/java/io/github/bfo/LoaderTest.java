@@ -83,6 +83,30 @@ class LoaderTest {
         assertEquals("No such file or directory", BfoNative.strerror(-Errno.ENOENT));
     }
 
+    /** BfoNative's enum codes and names are bfo.h's: every name as the library spells it, one past the end unknown. */
+    @Test
+    void enumCodesMatchTheLibrary() {
+        Assumptions.assumeTrue(Bfo.isNativeAvailable());
+        for (int c = 0; c <= BfoNative.ENGINE_NAMES.length; c++) {
+            assertEquals(BfoNative.cStringUtf8(BfoNative.bfo_engine_name(c)), BfoNative.engineName(c), "engine " + c);
+        }
+        for (int c = 0; c <= BfoNative.WENGINE_NAMES.length; c++) {
+            assertEquals(BfoNative.cStringUtf8(BfoNative.bfo_wengine_name(c)), BfoNative.wengineName(c),
+                    "write engine " + c);
+        }
+        for (BatchFileReader.Engine e : BatchFileReader.Engine.values()) {
+            if (e != BatchFileReader.Engine.JAVA) {
+                assertEquals(e.name().toLowerCase(java.util.Locale.ROOT), BfoNative.engineName(BfoNative.code(e)));
+            }
+        }
+        for (BatchFileWriter.Engine e : BatchFileWriter.Engine.values()) {
+            if (e != BatchFileWriter.Engine.JAVA) {
+                assertEquals(e.name().toLowerCase(java.util.Locale.ROOT), BfoNative.wengineName(BfoNative.code(e)));
+            }
+        }
+        assertEquals(BfoNative.DURABILITY_CLOSE, BfoNative.code(BatchFileWriter.Durability.CLOSE));
+    }
+
     @Test
     void errnoMapping() {
         assertInstanceOf(NoSuchFileException.class, Errno.forRead(-Errno.ENOENT, "/p", 0, false));

@@ -177,13 +177,36 @@ class WriterTest {
             assertEquals(60, st.files());
             if (d == BatchFileWriter.Durability.NONE) {
                 assertEquals(0, st.syncs());
-            } else {
+            } else if (d != BatchFileWriter.Durability.CLOSE) {
                 assertTrue(st.syncs() > 0, st.toString());
             }
+            // CLOSE: the batch's durability point may come at close (closeSharesDurabilityPoints)
         }
         for (int i = 0; i < 60; i++) {
             assertArrayEquals(data.get(i), Files.readAllBytes(root.resolve("d" + (i % 4) + "/f" + i)));
         }
+    }
+
+    /** CLOSE: batches share durability points (fewer than one per batch while open), BATCH has one per batch. */
+    @Test
+    void closeSharesDurabilityPoints() throws IOException {
+        int batches = 8;
+        long[] syncs = new long[2];
+        BatchFileWriter.Durability[] ds = {BatchFileWriter.Durability.BATCH, BatchFileWriter.Durability.CLOSE};
+        for (int k = 0; k < 2; k++) {
+            Path root = dir.resolve("share-" + ds[k]);
+            try (BatchFileWriter w = builder(root).durability(ds[k]).build()) {
+                for (int b = 0; b < batches; b++) {
+                    w.writeAll(List.of(WriteEntry.file("d" + b + "/f", new byte[] {(byte) b})));
+                }
+                syncs[k] = w.stats().syncs();
+            }
+            for (int b = 0; b < batches; b++) {
+                assertArrayEquals(new byte[] {(byte) b}, Files.readAllBytes(root.resolve("d" + b + "/f")));
+            }
+        }
+        assertTrue(syncs[0] >= batches, "BATCH: " + syncs[0]);
+        assertTrue(syncs[1] < batches, "CLOSE: " + syncs[1]);
     }
 
     /** The native engines chosen by name write what the plain path reads back, and report themselves. */
@@ -204,6 +227,7 @@ class WriterTest {
                 assertTrue(r.isOk(), r + ": " + r.failure());
             }
             assertEquals(e.name().toLowerCase(java.util.Locale.ROOT), w.engine());
+            assertEquals(w.engine(), w.stats().engine());
         }
         for (int i = 0; i < 40; i++) {
             Path p = root.resolve("d" + (i % 3) + "/f" + i);
