@@ -75,8 +75,6 @@ public final class BfoInputConfig {
      * default). Default true. False reads raw bytes, like RawLocalFileSystem.
      */
     public static final String VERIFY_CHECKSUM = "bfo.input.verify.checksum";
-    /** Read {@code file:} paths through the FileSystem API path instead of the native engine (testing, comparison). */
-    public static final String USE_FILESYSTEM_API = "bfo.input.filesystem.api";
     /**
      * Compressed files up to this size are batch-read and decompressed from
      * memory; larger ones are streamed through the FileSystem API after the
@@ -105,7 +103,7 @@ public final class BfoInputConfig {
     /** Refuse symbolic links instead of following them. Default false. */
     public static final String READ_NO_FOLLOW = "bfo.read.no.follow";
 
-    // ---- FileSystem API path (hdfs:, s3a:, ... and file: with USE_FILESYSTEM_API) ----
+    // ---- FileSystem API path (hdfs:, s3a:, ...: every scheme but file:) ----
 
     /** Files read at once by the FileSystem path. Default {@value #DEFAULT_FS_THREADS}. */
     public static final String FS_THREADS = "bfo.read.fs.threads";

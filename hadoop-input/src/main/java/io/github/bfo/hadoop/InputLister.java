@@ -125,9 +125,6 @@ final class InputLister {
 
     /** True when every directory is on the local file system (file:, listed by {@link LocalLister}). */
     private boolean localOnly(List<FileSystem> fss) {
-        if (conf.getBoolean(BfoInputConfig.USE_FILESYSTEM_API, false)) {
-            return false;
-        }
         for (FileSystem fs : fss) {
             if (!"file".equals(fs.getUri().getScheme()) || fs != fss.get(0)) {
                 return false;

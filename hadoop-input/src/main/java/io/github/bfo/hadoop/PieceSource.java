@@ -43,11 +43,11 @@ interface PieceSource extends Closeable {
     void close() throws IOException;
 
     /**
-     * The source for files[] of split: native for {@code file:} paths unless
-     * {@link BfoInputConfig#USE_FILESYSTEM_API}, else the FileSystem API.
+     * The source for files[] of split: native when they are all {@code file:}
+     * paths, else the FileSystem API.
      */
     static PieceSource open(BatchFileSplit split, int[] files, Configuration conf) throws IOException {
-        boolean local = !conf.getBoolean(BfoInputConfig.USE_FILESYSTEM_API, false);
+        boolean local = true;
         for (int i = 0; local && i < files.length; i++) {
             String p = split.getPathString(files[i]);
             local = p.startsWith("file:");

@@ -236,8 +236,8 @@ class SplitPlannerTest {
         // globs, and the same through the FileSystem-API lister with parallel listing
         conf.set(BfoInputConfig.INPUT_DIR, dir.resolve("in").toUri() + "/*.txt");
         assertEquals(Set.of("a.txt"), names(conf));
-        conf.set(BfoInputConfig.INPUT_DIR, dir.resolve("in").toUri().toString());
-        conf.setBoolean(BfoInputConfig.USE_FILESYSTEM_API, true);
+        OtherSchemeFileSystem.register(conf);
+        conf.set(BfoInputConfig.INPUT_DIR, OtherSchemeFileSystem.path(dir.resolve("in")).toString());
         conf.setInt(BfoInputConfig.LIST_STATUS_NUM_THREADS, 4);
         assertEquals(Set.of("a.txt", "c.txt"), names(conf));
         // missing input: InvalidInputException naming it

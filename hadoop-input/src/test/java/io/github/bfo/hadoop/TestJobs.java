@@ -109,11 +109,21 @@ final class TestJobs {
     /** A record dump job: returns its sorted output lines. */
     static Result dump(Configuration base, Class<? extends InputFormat<?, ?>> format, java.nio.file.Path out,
                        java.nio.file.Path... inputs) throws Exception {
+        Path[] in = new Path[inputs.length];
+        for (int i = 0; i < in.length; i++) {
+            in[i] = new Path(inputs[i].toUri());
+        }
+        return dump(base, format, out, in);
+    }
+
+    /** A record dump job over inputs on any file system. */
+    static Result dump(Configuration base, Class<? extends InputFormat<?, ?>> format, java.nio.file.Path out,
+                       Path... inputs) throws Exception {
         Configuration conf = new Configuration(base);
         Job job = Job.getInstance(conf, "dump " + format.getSimpleName());
         job.setInputFormatClass(format);
-        for (java.nio.file.Path in : inputs) {
-            FileInputFormat.addInputPath(job, new Path(in.toUri()));
+        for (Path in : inputs) {
+            FileInputFormat.addInputPath(job, in);
         }
         job.setMapperClass(DumpMapper.class);
         job.setReducerClass(DumpReducer.class);

@@ -72,13 +72,15 @@ class TextEquivalenceTest {
 
     @Test
     void edgeCasesThroughTheFileSystemPath() throws Exception {
-        Configuration conf = conf();
-        conf.setBoolean(BfoInputConfig.USE_FILESYSTEM_API, true);
+        // the local files under another scheme: listed and read as on hdfs:, by both formats
+        Configuration conf = OtherSchemeFileSystem.register(conf());
         conf.setLong(BfoInputConfig.READ_LARGE_FILE, 5000);
         conf.setLong(BfoInputConfig.FS_BYTES_IN_FLIGHT, 20000);
         conf.setInt(BfoInputConfig.FS_THREADS, 3);
-        TestJobs.Result bfo = TestJobs.dump(conf, BatchTextInputFormat.class, work.resolve("out"), edge);
-        TestJobs.Result text = TestJobs.dump(conf(), TextInputFormat.class, work.resolve("out"), edge);
+        Path in = OtherSchemeFileSystem.path(edge);
+        TestJobs.Result bfo = TestJobs.dump(conf, BatchTextInputFormat.class, work.resolve("out"), in);
+        TestJobs.Result text = TestJobs.dump(OtherSchemeFileSystem.register(conf()), TextInputFormat.class,
+                work.resolve("out"), in);
         TestJobs.assertSameLines(text.lines(), bfo.lines(), "BatchTextInputFormat (FileSystem path) vs TextInputFormat");
         assertTrue(bfo.counter(BfoCounter.ENGINE_GROUP, "hadoop-fs") > 0);
     }

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+package io.github.bfo.hadoop;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.RawLocalFileSystem;
+import org.apache.hadoop.fs.permission.FsPermission;
+
+import java.io.IOException;
+import java.net.URI;
+
+/**
+ * The local disk under the scheme {@value #SCHEME}: a file system the
+ * input formats do not take for the local one, so their FileSystem-API
+ * listing and reading (the hdfs:, s3a: path) run on local test files.
+ * {@link #register} sets {@code fs.bfotest.impl}, Hadoop's standard way.
+ */
+public final class OtherSchemeFileSystem extends RawLocalFileSystem {
+    static final String SCHEME = "bfotest";
+
+    @Override
+    public URI getUri() {
+        return URI.create(SCHEME + ":///");
+    }
+
+    @Override
+    public String getScheme() {
+        return SCHEME;
+    }
+
+    // RawLocalFileSystem's statuses load their permissions from a java.io.File of their path, which needs file:
+    @Override
+    public FileStatus getFileStatus(Path f) throws IOException {
+        return plain(super.getFileStatus(f));
+    }
+
+    @Override
+    public FileStatus[] listStatus(Path f) throws IOException {
+        FileStatus[] s = super.listStatus(f);
+        for (int i = 0; i < s.length; i++) {
+            s[i] = plain(s[i]);
+        }
+        return s;
+    }
+
+    private static FileStatus plain(FileStatus s) {
+        return new FileStatus(s.getLen(), s.isDirectory(), s.getReplication(), s.getBlockSize(),
+                s.getModificationTime(), s.getAccessTime(), FsPermission.getDefault(), "", "", s.getPath());
+    }
+
+    /** conf, with the scheme registered. */
+    static Configuration register(Configuration conf) {
+        conf.set("fs." + SCHEME + ".impl", OtherSchemeFileSystem.class.getName());
+        return conf;
+    }
+
+    /** A local path under this scheme. */
+    static Path path(java.nio.file.Path local) {
+        return new Path(SCHEME + "://" + local.toAbsolutePath().toUri().getRawPath());
+    }
+}
