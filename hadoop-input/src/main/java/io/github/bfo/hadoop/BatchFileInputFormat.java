@@ -1,18 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 package io.github.bfo.hadoop;
 
-import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.io.BytesWritable;
 import org.apache.hadoop.io.Text;
 import org.apache.hadoop.mapreduce.InputSplit;
-import org.apache.hadoop.mapreduce.JobContext;
 import org.apache.hadoop.mapreduce.RecordReader;
 import org.apache.hadoop.mapreduce.TaskAttemptContext;
-import org.apache.hadoop.mapreduce.lib.input.FileInputFormat;
-
-import java.io.IOException;
-import java.util.ArrayList;
-import java.util.List;
 
 /**
  * One record per file ({@code mapreduce} API; the {@code mapred} twin is
@@ -22,17 +15,7 @@ import java.util.List;
  * go in one split ({@link SplitPlanner}) and each split is read as ONE BFO
  * batch, records in the order the batch delivers the files.
  */
-public class BatchFileInputFormat extends FileInputFormat<Text, BytesWritable> {
-
-    @Override
-    public List<InputSplit> getSplits(JobContext job) throws IOException {
-        return new ArrayList<>(SplitPlanner.getSplits(job.getConfiguration(), job.getCredentials()));
-    }
-
-    @Override
-    protected boolean isSplitable(JobContext context, Path file) {
-        return false;
-    }
+public class BatchFileInputFormat extends BatchInputFormat<Text, BytesWritable> {
 
     @Override
     public RecordReader<Text, BytesWritable> createRecordReader(InputSplit split, TaskAttemptContext context) {

@@ -1,18 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 package io.github.bfo.hadoop;
 
-import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.io.LongWritable;
 import org.apache.hadoop.io.Text;
 import org.apache.hadoop.mapreduce.InputSplit;
-import org.apache.hadoop.mapreduce.JobContext;
 import org.apache.hadoop.mapreduce.RecordReader;
 import org.apache.hadoop.mapreduce.TaskAttemptContext;
-import org.apache.hadoop.mapreduce.lib.input.FileInputFormat;
-
-import java.io.IOException;
-import java.util.ArrayList;
-import java.util.List;
 
 /**
  * A drop-in for TextInputFormat and CombineTextInputFormat ({@code mapreduce}
@@ -31,18 +24,7 @@ import java.util.List;
  * FileInputFormat.addInputPath(job, new Path("/data/small-files"));
  * }</pre>
  */
-public class BatchTextInputFormat extends FileInputFormat<LongWritable, Text> {
-
-    @Override
-    public List<InputSplit> getSplits(JobContext job) throws IOException {
-        return new ArrayList<>(SplitPlanner.getSplits(job.getConfiguration(), job.getCredentials()));
-    }
-
-    /** Files are never cut: each is read whole by one task. */
-    @Override
-    protected boolean isSplitable(JobContext context, Path file) {
-        return false;
-    }
+public class BatchTextInputFormat extends BatchInputFormat<LongWritable, Text> {
 
     @Override
     public RecordReader<LongWritable, Text> createRecordReader(InputSplit split, TaskAttemptContext context) {

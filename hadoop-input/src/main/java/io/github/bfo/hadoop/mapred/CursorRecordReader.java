@@ -1,10 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 package io.github.bfo.hadoop.mapred;
 
-import io.github.bfo.hadoop.BatchFileSplit;
 import io.github.bfo.hadoop.SplitCursor;
 
-import org.apache.hadoop.mapred.InputSplit;
 import org.apache.hadoop.mapred.RecordReader;
 
 import java.io.IOException;
@@ -20,14 +18,6 @@ final class CursorRecordReader<K, V> implements RecordReader<K, V> {
         this.cursor = cursor;
         this.keys = keys;
         this.values = values;
-    }
-
-    /** The split as a BatchFileSplit, or a clear error naming the format. */
-    static BatchFileSplit batchSplit(InputSplit split, String format) throws IOException {
-        if (!(split instanceof BatchFileSplit)) {
-            throw new IOException(format + " needs a BatchFileSplit, not " + split.getClass().getName());
-        }
-        return (BatchFileSplit) split;
     }
 
     @Override
