@@ -69,7 +69,13 @@ public final class BfoOptions implements Serializable {
      */
     public static final String READS_IN_FLIGHT = "readsInFlight";
     static final int DEFAULT_READS_IN_FLIGHT = 16;
-    /** Write: none, batch (default: one durability point per task batch) or each. */
+    /**
+     * Write (BatchFileWriter.Durability): batch (default: durable when each task batch returns), close (durable
+     * when the task's writer closes, before the task commits; batches share durability points), each (each file
+     * durable as soon as it is written, before the next: fsync per file, like rsync --fsync; on HDFS and other
+     * Hadoop file systems hsync per file, the one way to have the bytes on the DataNodes' disks, not only
+     * acknowledged, before the task commits) or none (page cache only).
+     */
     public static final String DURABILITY = "durability";
     /** Write: heap bytes per BFO write batch in a task; default 64 MiB. */
     public static final String WRITE_BATCH_BYTES = "writeBatchBytes";

@@ -92,6 +92,19 @@ class BfoWriteTest extends SparkTestBase {
                 .load(out.toString()).where("value like 'hello % é'").count());
     }
 
+    /** Every durability writes the same files; small batches, so that close has several batches to share a sync. */
+    @Test
+    void everyDurability() throws Exception {
+        for (String d : new String[] {"none", "batch", "close", "each"}) {
+            Path out = tmp.resolve("durability-" + d);
+            spark.sql("SELECT concat('d', id % 3, '/n', id, '.txt') AS path, concat('v', id) AS content FROM range(30)")
+                    .repartition(2).write().format("bfo").option("durability", d).option("writeBatchBytes", "64")
+                    .save(out.toString());
+            assertEquals(30, tree(out).size(), d);
+            assertEquals("v7", Files.readString(out.resolve("d1/n7.txt")), d);
+        }
+    }
+
     @Test
     void saveModes() throws Exception {
         Path out = tmp.resolve("modes");
