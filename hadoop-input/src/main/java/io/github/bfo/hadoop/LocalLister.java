@@ -31,6 +31,12 @@ import java.util.Set;
  * regular files become input, subdirectories are descended when recursive,
  * every entry passes the filters first; every local file is on the host
  * "localhost", as LocalFileSystem reports it.
+ *
+ * <p>Not bfo-java's readTree (libbfo's walk, as spark-source lists): that
+ * walk skips links to directories, which LocalFileSystem (and this lister)
+ * follow, so a recursive input would lose their files; it also descends
+ * every directory, where FileInputFormat never enters a hidden one, one the
+ * PathFilter refuses, or any when the input is not recursive.
  */
 final class LocalLister {
     private static final int S_IFMT = 0170000;
