@@ -21,8 +21,8 @@ import java.util.Set;
  * the root (see {@link SafeTree}), gets its metadata there through a
  * descriptor, and is renamed into place (so a file is complete or absent);
  * durability other than NONE fsyncs every file written (BATCH also its
- * directories after the batch, CLOSE those of all batches at close). No crash manifest, no stem engine, no FIFOs
- * ({@code -EOPNOTSUPP}). Destination paths follow the native rules:
+ * directories after the batch, CLOSE those of all batches at close). No
+ * crash manifest, no stem engine, no FIFOs ({@code -EOPNOTSUPP}). Destination paths follow the native rules:
  * relative, no '.'/'..', not the journal, no symbolic link followed in the
  * directories of a path. Set-id and sticky bits and the owner of a symbolic
  * link are applied only where no other user can write the root's path

@@ -251,7 +251,7 @@ final class BfoPartitionReader implements PartitionReader<InternalRow> {
         }
     }
 
-    /** The lines of a piece of file i, as rows; the piece's bytes are copied once, into each line's row. */
+    /** The lines of a piece of file i, as rows; each line is copied into its row, which outlives the piece. */
     private void lines(LineSplitter s, ByteBuffer d, boolean last, int i, long size, long micros) {
         byte[] a;
         int off, end;
