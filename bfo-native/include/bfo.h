@@ -423,6 +423,11 @@ enum bfo_wtype {
 				    makes it); recovered like a fifo */
 };
 
+/* Bytes of the longest relative path a writer entry may have, its NUL
+ * included: a longer one fails with -EINVAL.  Directories are resolved one
+ * component at a time, so trees deeper than PATH_MAX are written. */
+#define BFO_WPATH_MAX 32768
+
 /* bfo_wentry.flags */
 #define BFO_WENTRY_OWNER  (1u << 0) /* set uid/gid (root only; else -EPERM) */
 #define BFO_WENTRY_TIMES  (1u << 1) /* set atime/mtime (else the current time) */

@@ -13,10 +13,9 @@
 #include "meta.h"
 
 #define BFO_JOURNAL_DIR ".bfo-journal"
-/* Longest relative path the writer takes.  Directories are resolved one
- * component at a time when needed, so trees deeper than PATH_MAX are fine;
- * the manifest stores lengths in 16 bits. */
-#define BFO_WPATH_MAX 32768
+/* BFO_WPATH_MAX (bfo.h) is below 64 KiB: the manifest stores lengths in
+ * 16 bits. */
+_Static_assert(BFO_WPATH_MAX <= 65536, "manifest path lengths are 16 bits");
 #define BFO_TMP_PREFIX ".bfo-tmp."
 
 /* wpath.c */

@@ -17,7 +17,6 @@
 #include <stdio.h>
 
 #include "bfo.h"
-#include "write.h"
 
 struct archive;
 
