@@ -144,6 +144,7 @@ struct write_args {
 static void help(void)
 {
 	printf("usage: bfo write [--tar] [--durability none|batch|each] [--replace]\n"
+	       "                 [--write-engine auto|stem|batched|uring]\n"
 	       "                 [--batch-bytes SIZE] [--batch-files N] DIR < STREAM\n\n"
 	       "Entries are written in batches of --batch-bytes (default 64M) or --batch-files\n"
 	       "(default 16384), whichever fills first; each batch is journaled before its\n"
