@@ -105,6 +105,10 @@ static void get(struct rd *r, void *d, size_t n)
 static int record_write(int jfd, const char *name, const struct mentry *m, uint32_t n,
 			const char *stem, uint32_t engine, int *fd_out, bool durable);
 
+/* A record being written: recovery never reads one (it reads only ".m"
+ * names) and removes it only once its writer is gone. */
+#define NEW_SUFFIX ".new"
+
 int journal_manifest_write(int jfd, const char *name, const struct mentry *m, uint32_t n,
 			   const char *stem, uint32_t engine, int *fd_out)
 {
@@ -156,7 +160,16 @@ static int record_write(int jfd, const char *name, const struct mentry *m, uint3
 		free(b.p);
 		return -ENOMEM;
 	}
-	fd = openat(jfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	/* Made under another name and locked before it gets its own: a
+	 * recovery beside this writer must never find it unlocked, empty or
+	 * half written (it would take it for a torn manifest and remove it). */
+	char tmp[128];
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s" NEW_SUFFIX, name) >= sizeof(tmp)) {
+		free(b.p);
+		return -ENAMETOOLONG;
+	}
+	fd = openat(jfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		free(b.p);
 		return -errno;
@@ -174,10 +187,15 @@ static int record_write(int jfd, const char *name, const struct mentry *m, uint3
 	/* The manifest and its directory entry are durable before any data. */
 	if (!ret && durable && fdatasync(fd) < 0)
 		ret = -errno;
+	if (!ret && renameat2(jfd, tmp, jfd, name, RENAME_NOREPLACE) < 0)
+		/* no RENAME_NOREPLACE here: the name is this writer's own (pid,
+		 * id, batch) in a directory no one else can write */
+		ret = errno == EINVAL && renameat(jfd, tmp, jfd, name) == 0 ? 0 : -errno;
 	if (!ret && durable && fsync(jfd) < 0)
 		ret = -errno;
 	free(b.p);
 	if (ret) {
+		unlinkat(jfd, tmp, 0);
 		unlinkat(jfd, name, 0);
 		close(fd);
 		return ret;
@@ -755,14 +773,17 @@ done:
 }
 
 /* A file of the journal left by a writer that is gone (its lock file, the
- * probe files of its clone test): the pid in its name no longer runs and
- * nobody holds its lock. */
+ * probe files of its clone test, a record it never finished writing): the
+ * pid in its name no longer runs and nobody holds its lock. */
 static bool leftover(int jfd, const char *name)
 {
+	size_t l = strlen(name), sl = sizeof(NEW_SUFFIX) - 1;
+	bool record = l > sl && !strcmp(name + l - sl, NEW_SUFFIX);
 	int pid, fd;
 	bool gone;
 
-	if (sscanf(name, "probe-%d-", &pid) != 1 && sscanf(name, "w-%d-", &pid) != 1)
+	if (sscanf(name, "probe-%d-", &pid) != 1 && sscanf(name, "w-%d-", &pid) != 1 &&
+	    !(record && (sscanf(name, "b-%d-", &pid) == 1 || sscanf(name, "s-%d-", &pid) == 1)))
 		return false;
 	if (!(kill(pid, 0) < 0 && errno == ESRCH))
 		return false;

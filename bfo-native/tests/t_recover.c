@@ -65,7 +65,7 @@
 
 /* ------------------------------------------------------------ the stopper */
 
-enum stop_kind { S_NONE, S_PWRITE, S_PWRITE_PATH, S_FCHMOD, S_FUTIMENS, S_RENAMEAT, S_SYNCFS };
+enum stop_kind { S_NONE, S_PWRITE, S_PWRITE_PATH, S_FCHMOD, S_FUTIMENS, S_RENAMEAT, S_PUBLISH, S_SYNCFS };
 
 static struct {
 	enum stop_kind kind;
@@ -81,11 +81,13 @@ ssize_t __real_pwrite(int fd, const void *buf, size_t n, off_t off);
 int __real_fchmod(int fd, mode_t mode);
 int __real_futimens(int fd, const struct timespec ts[2]);
 int __real_renameat(int od, const char *o, int nd, const char *n);
+int __real_renameat2(int od, const char *o, int nd, const char *n, unsigned flags);
 int __real_syncfs(int fd);
 ssize_t __wrap_pwrite(int fd, const void *buf, size_t n, off_t off);
 int __wrap_fchmod(int fd, mode_t mode);
 int __wrap_futimens(int fd, const struct timespec ts[2]);
 int __wrap_renameat(int od, const char *o, int nd, const char *n);
+int __wrap_renameat2(int od, const char *o, int nd, const char *n, unsigned flags);
 int __wrap_syncfs(int fd);
 
 static _Noreturn void park(void)
@@ -156,6 +158,14 @@ int __wrap_renameat(int od, const char *o, int nd, const char *n)
 	if (stop.kind == S_RENAMEAT && --stop.nth == 0)
 		park();
 	return __real_renameat(od, o, nd, n);
+}
+
+/* S_PUBLISH: a manifest written in full and locked, about to get its name */
+int __wrap_renameat2(int od, const char *o, int nd, const char *n, unsigned flags)
+{
+	if (stop.kind == S_PUBLISH && strstr(o, ".m.new"))
+		park();
+	return __real_renameat2(od, o, nd, n, flags);
 }
 
 int __wrap_syncfs(int fd)
@@ -728,6 +738,45 @@ static void scenario_probe(void *arg)
 	tw_checks_end();
 }
 
+/* ------------------------------------------------------------ publishing */
+
+/* A manifest is written under another name and locked before it gets its
+ * own: a recovery beside the writer (`bfo recover` while `bfo cp` runs)
+ * never finds one unlocked and half written, takes it for torn and removes
+ * it from under the batch.  Once the writer is gone, the unpublished record
+ * is a leftover: its batch wrote no data. */
+static void scenario_publishing(void *arg)
+{
+	const char *dir = arg;
+	char *root = t_pathf("%s/publishing", dir), m[PATH_MAX], msg[1024];
+	char *jdir = t_pathf("%s/.bfo-journal", root);
+	struct batch b;
+	struct bfo_recover_stats rs;
+
+	make_torn_batch(&b, root);
+	stop.kind = S_PUBLISH;
+	start_parked(write_batch, &b);
+	T_ASSERT(tw_list_prefix(jdir, "b-", msg, sizeof(msg)) == 1 && tw_manifests(root, m, sizeof(m)) == 0,
+		 "precondition: one unpublished manifest (%s)", msg);
+	int ret = bfo_journal_recover(root, &rs);
+
+	TW_CHECK(ret == 0 && rs.batches == 0, "recovery took a manifest being written: %d", ret);
+	TW_CHECK(tw_list_prefix(jdir, "b-", msg, sizeof(msg)) == 1,
+		 "recovery removed a live writer's manifest being written");
+	kill_parked();
+	ret = bfo_journal_recover(root, &rs);
+	TW_CHECK(ret == 0 && rs.batches == 0, "a manifest never published counted as a batch: %d", ret);
+	for (unsigned i = 0; i < NF; i++)
+		if (i != 5)     /* there before the batch */
+			expect_file(&b, i, false, "publishing: killed before the manifest had its name");
+	no_leftovers(root, "publishing");
+	batch_free(&b);
+	free(jdir);
+	free(root);
+	t_log("publishing: a manifest being written is left alone, removed after its writer died");
+	tw_checks_end();
+}
+
 /* ------------------------------------------------------------ stem */
 
 static void scenario_stem(void *arg)
@@ -921,6 +970,7 @@ int main(void)
 	t_subtest("meta", 120, scenario_meta, (void *)tmp);
 	t_subtest("synced", 120, scenario_synced, (void *)tmp);
 	t_subtest("locked", 120, scenario_locked, (void *)tmp);
+	t_subtest("publishing", 120, scenario_publishing, (void *)tmp);
 	t_subtest("bad manifests", 120, scenario_badmanifest, (void *)tmp);
 	t_subtest("replace", 120, scenario_replace, (void *)tmp);
 	t_subtest("pieces", 120, scenario_pieces, (void *)tmp);
