@@ -570,6 +570,12 @@ const char *bfo_wengine_name(int engine);
 				       root), atime/mtime, symlinks, hard links,
 				       special files, xattrs where both sides can */
 #define BFO_COPY_REPLACE  (1u << 1) /* replace existing destination files */
+/* Files whose copy already exists with the same size and mtime are left
+ * as they are (and counted as skipped), others replaced: running the same
+ * copy again finishes one that was interrupted. */
+#define BFO_COPY_UPDATE   (1u << 2)
+#define BFO_COPY_CHECKSUM (1u << 3) /* with UPDATE: same size and content
+				       (xxh3), whatever the mtime */
 
 struct bfo_copy_stats {
 	uint64_t files;         /* regular files copied */
@@ -580,7 +586,8 @@ struct bfo_copy_stats {
 	uint64_t ns_total;
 	uint32_t read_engine;   /* enum bfo_engine that read most bytes */
 	uint32_t write_engine;  /* enum bfo_wengine */
-	uint64_t reserved[8];
+	uint64_t skipped;       /* files left as they were (BFO_COPY_UPDATE) */
+	uint64_t reserved[7];
 };
 
 /* Called on the thread of bfo_copier_run(): error once per failed entry
@@ -613,6 +620,44 @@ int bfo_copier_create(struct bfo_copier **c, const struct bfo_opts *ropts,
  * after bfo_copier_cancel()).  One run at a time per copier.
  */
 int bfo_copier_run(struct bfo_copier *c, const char *const *srcs, unsigned n, const char *dst);
+
+/*
+ * Copying between machines: bfo_copier_send() reads the sources as
+ * bfo_copier_run() does and writes them as a stream to a descriptor (a
+ * pipe, a socket, ssh's stdin); bfo_copier_recv() reads such a stream and
+ * writes it under a destination with the copier's writer, by the same cp
+ * rules.  The stream (format in bfo-native/README.md) is versioned, holds
+ * the data in large frames in the order the read engine delivered it, with
+ * an xxh3 hash per file or piece checked before a file is published.  The
+ * receiver trusts nothing in it: every field is bounded, nothing is
+ * written outside the destination, no symbolic link is followed, and a
+ * stream that breaks leaves each file complete or absent.  Metadata goes
+ * whole; the receiver's flags (BFO_COPY_ARCHIVE, and whether it runs as
+ * root) decide what the copy takes.  Stream version of this library:
+ */
+#define BFO_STREAM_VERSION 1
+
+/*
+ * bfo_copier_send - read srcs[0..n) and write them as a stream to fd
+ * (BFO_COPY_ARCHIVE: with xattrs; the write options are not used).  fd is
+ * not closed.  Returns the number of entries that failed to read (each
+ * reported), or -errno: -EPIPE when the stream could not be written (the
+ * receiver went away), -ECANCELED, -EINVAL, -ENOMEM.
+ */
+int bfo_copier_send(struct bfo_copier *c, const char *const *srcs, unsigned n, int fd);
+
+/*
+ * bfo_copier_recv - read a stream of bfo_copier_send() from fd and write
+ * it to dst as bfo_copier_run() would have (recovering unfinished batches
+ * at dst first).  Returns the number of entries that failed (each
+ * reported; a stream that breaks off or is malformed counts as one more,
+ * reported with its reason as the path), or -errno when nothing could be
+ * done: -EBADMSG not a bfo stream, -EPROTONOSUPPORT a stream version this
+ * library does not read (the reason reported as for a malformed stream),
+ * -ENOTDIR several sources and dst not a directory, or as
+ * bfo_writer_open().
+ */
+int bfo_copier_recv(struct bfo_copier *c, int fd, const char *dst);
 
 /*
  * bfo_copier_stats - the current (or last) run's statistics; safe from any

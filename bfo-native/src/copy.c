@@ -28,65 +28,11 @@
 
 #include "bfo.h"
 #include "common.h"
+#include "copy.h"
 #include "meta.h"
+#include "send.h"
+#include "writer.h"
 #include "walk.h"
-
-#define BATCH_MAX_ENTRIES 16384u
-#define PROGRESS_NS 250000000ull
-#define WALK_THREADS 8u
-#define WALK_BATCH (1u << 16)
-
-struct hl {                         /* first copy of a multiply linked inode */
-	uint64_t dev, ino;
-	char *dest;
-	bool pending;               /* arriving in pieces: not at its name yet */
-	char **waiting;             /* other names, linked after its last piece */
-	size_t nwaiting;
-};
-
-struct src {
-	char *root;                 /* without trailing slashes */
-	size_t len;
-	char *prefix;               /* destination, relative to the writer's root */
-	bool file;                  /* the source is not a directory */
-};
-
-struct bfo_copier {
-	struct bfo_opts ro;
-	struct bfo_write_opts wo;
-	uint32_t flags;
-	struct bfo_copy_callbacks cb;
-	atomic_bool cancel;
-	pthread_mutex_t lock;       /* guards st for readers on other threads */
-	struct bfo_copy_stats st;
-
-	/* one run */
-	bool archive, is_root;
-	mode_t umask;
-	struct bfo_ctx *rctx;
-	struct bfo_writer *w;
-	char *root;
-	uint64_t batch_bytes_max, t0, last_progress;
-	struct bfo_wentry *e;       /* the batch being built */
-	size_t n, cap;
-	char **owned;               /* strings the batch owns */
-	size_t nowned, capowned;
-	uint64_t batch_bytes;
-	struct bfo_file *held;      /* read entries the batch points into */
-	size_t nheld, capheld;
-	uint16_t *src_of;
-	size_t nsub, capsub;
-	struct src *srcs;
-	size_t nsrcs;
-	uint64_t *skip;             /* read indices whose later pieces are skipped */
-	size_t nskip, capskip;
-	struct hl *hls;
-	size_t nhls, caphls;
-	bool oom;
-	bool reading;               /* a read batch was started */
-	uid_t euid;
-	gid_t egid;
-};
 
 /* ---------------------------------------------------------- bookkeeping */
 
@@ -104,7 +50,7 @@ static bool grow(void **p, size_t *cap, size_t need, size_t elem)
 	return true;
 }
 
-static void report(struct bfo_copier *c, const char *path, int status)
+void copy_report(struct bfo_copier *c, const char *path, int status)
 {
 	pthread_mutex_lock(&c->lock);
 	c->st.errors++;
@@ -113,7 +59,7 @@ static void report(struct bfo_copier *c, const char *path, int status)
 		c->cb.error(c->cb.arg, path, status);
 }
 
-static void progress(struct bfo_copier *c, bool force)
+void copy_progress(struct bfo_copier *c, bool force)
 {
 	uint64_t now = bfo_now_ns();
 	struct bfo_copy_stats st;
@@ -138,7 +84,8 @@ static char *own(struct bfo_copier *c, char *s)
 
 static struct bfo_wentry *add(struct bfo_copier *c)
 {
-	if (!grow((void **)&c->e, &c->cap, c->n + 1, sizeof(*c->e))) {
+	if (!grow((void **)&c->e, &c->cap, c->n + 1, sizeof(*c->e)) ||
+	    (c->out && !grow((void **)&c->sizes, &c->capsizes, c->n + 1, sizeof(*c->sizes)))) {
 		c->oom = true;
 		return NULL;
 	}
@@ -203,24 +150,24 @@ static void take_xattrs(struct bfo_copier *c, const char *src, struct bfo_wentry
 	e->xattrs_len = len;
 }
 
-static void meta_from(struct bfo_copier *c, struct bfo_wentry *e, uint32_t mode, uint32_t uid,
-		      uint32_t gid, int64_t as, uint32_t an, int64_t ms, uint32_t mn)
+void copy_meta(const struct copy_who *who, struct bfo_wentry *e, uint32_t mode, uint32_t uid,
+	       uint32_t gid, int64_t as, uint32_t an, int64_t ms, uint32_t mn)
 {
 	e->mode = mode & 07777;
-	if (!c->archive) {
+	if (!who->archive) {
 		/* cp -r: the source's permission bits (sticky included) less
 		 * the umask, no set-id bits, the current time, owned by whoever
 		 * copies. */
-		e->mode &= 01777 & ~c->umask;
+		e->mode &= 01777 & ~who->umask;
 		return;
 	}
 	/* Set-id bits only go with the owner they belong to: when the copy
 	 * cannot be given the source's owner or group, cp -a drops them, and
 	 * so does this. */
-	if (!c->is_root) {
-		if (uid != c->euid)
+	if (!who->is_root) {
+		if (uid != who->euid)
 			e->mode &= ~(uint32_t)S_ISUID;
-		if (gid != c->egid)
+		if (gid != who->egid)
 			e->mode &= ~(uint32_t)S_ISGID;
 	}
 	e->flags |= BFO_WENTRY_TIMES;
@@ -228,20 +175,65 @@ static void meta_from(struct bfo_copier *c, struct bfo_wentry *e, uint32_t mode,
 	e->atime_nsec = an;
 	e->mtime_sec = ms;
 	e->mtime_nsec = mn;
-	if (c->is_root) {
+	if (who->is_root) {
 		e->flags |= BFO_WENTRY_OWNER;
 		e->uid = uid;
 		e->gid = gid;
 	}
 }
 
+void copy_who_init(struct copy_who *who, bool archive)
+{
+	who->archive = archive;
+	who->is_root = geteuid() == 0;
+	who->euid = geteuid();
+	who->egid = getegid();
+	who->umask = process_umask();
+}
+
+/* A sender passes the source's metadata on whole: the receiver decides
+ * what its copy may take. */
+static void meta_from(struct bfo_copier *c, struct bfo_wentry *e, uint32_t mode, uint32_t uid,
+		      uint32_t gid, int64_t as, uint32_t an, int64_t ms, uint32_t mn)
+{
+	if (c->out) {
+		e->mode = mode & 07777;
+		e->uid = uid;
+		e->gid = gid;
+		e->atime_sec = as;
+		e->atime_nsec = an;
+		e->mtime_sec = ms;
+		e->mtime_nsec = mn;
+		return;
+	}
+	copy_meta(&c->who, e, mode, uid, gid, as, an, ms, mn);
+}
+
 /* ---------------------------------------------------------- batches */
+
+/* A batch of bfo_copier_send goes on the stream; when the stream cannot
+ * be written (the receiver went away), it and the rest of the run fail. */
+static void send_batch(struct bfo_copier *c)
+{
+	int ret = atomic_load(&c->cancel) ? 0 : wire_out_batch(c->out, c->e, c->sizes, c->n);
+
+	if (atomic_load(&c->cancel) || ret) {
+		if (ret) {
+			copy_report(c, ret == -EPIPE ? "the receiver went away" : "writing the stream", ret);
+			c->send_err = ret;
+			atomic_store(&c->cancel, true);
+		}
+		c->n = 0;
+	}
+}
 
 /* Write the batch, report its failures, give the read entries back. */
 static void flush(struct bfo_copier *c)
 {
+	if (c->n && c->out)
+		send_batch(c);
 	if (c->n) {
-		int ret = bfo_writer_write(c->w, c->e, (unsigned)c->n);
+		int ret = c->out ? 0 : bfo_writer_write(c->w, c->e, (unsigned)c->n);
 		uint64_t files = 0, others = 0, bytes = 0;
 
 		for (size_t i = 0; i < c->n; i++) {
@@ -250,7 +242,7 @@ static void flush(struct bfo_copier *c)
 			if (e->status) {
 				char *full = join(c->root, e->path);
 
-				report(c, full ? full : e->path, e->status);
+				copy_report(c, full ? full : e->path, e->status);
 				free(full);
 			} else if (e->type == BFO_WTYPE_FILE) {
 				bytes += e->length;
@@ -275,7 +267,7 @@ static void flush(struct bfo_copier *c)
 	c->nowned = 0;
 	c->n = 0;
 	c->batch_bytes = 0;
-	progress(c, false);
+	copy_progress(c, false);
 }
 
 static void maybe_flush(struct bfo_copier *c)
@@ -317,11 +309,11 @@ static void read_failed(struct bfo_copier *c, const struct bfo_file *f, char *de
 	struct bfo_wentry *e;
 	struct hl *h;
 
-	report(c, f->path, f->status);
+	copy_report(c, f->path, f->status);
 	h = c->archive && f->nlink > 1 ? hl_get(c, f->dev, f->ino) : NULL;
 	if (h && h->pending && !strcmp(h->dest, dest)) {
 		for (size_t k = 0; k < h->nwaiting; k++) {
-			report(c, h->waiting[k], f->status);
+			copy_report(c, h->waiting[k], f->status);
 			free(h->waiting[k]);
 		}
 		h->nwaiting = 0;
@@ -430,6 +422,8 @@ static void on_read(struct bfo_copier *c, struct bfo_file *f)
 	e->data = f->data;
 	e->length = f->length;
 	e->offset = f->offset;
+	if (c->out)
+		c->sizes[c->n - 1] = f->size;
 	if (!last)
 		e->flags |= BFO_WENTRY_MORE;
 	meta_from(c, e, f->mode, f->uid, f->gid, f->atime_sec, f->atime_nsec, f->mtime_sec,
@@ -467,7 +461,7 @@ static void drain(struct bfo_copier *c, int timeout_ms, bool final)
 			continue;
 		}
 		if (k < 0 && k != -ETIME && k != -EAGAIN)
-			report(c, "(read engine)", k);
+			copy_report(c, "(read engine)", k);
 		return;
 	}
 }
@@ -480,7 +474,7 @@ static void submit_file(struct bfo_copier *c, const char *src, uint16_t srcno)
 	while ((ret = bfo_read_submit(c->rctx, &src, 1)) == 0)
 		drain(c, 50, false);
 	if (ret < 0) {
-		report(c, src, ret);
+		copy_report(c, src, ret);
 		return;
 	}
 	c->reading = true;
@@ -511,7 +505,7 @@ static void add_other(struct bfo_copier *c, const char *src, const char *dest, c
 		ssize_t k = t ? readlink(src, t, cap - 1) : -1;
 
 		if (k < 0) {
-			report(c, src, t ? -errno : -ENOMEM);
+			copy_report(c, src, t ? -errno : -ENOMEM);
 			free(t);
 			c->n--;
 			return;
@@ -539,7 +533,7 @@ static void report_walk_failures(struct bfo_copier *c, struct walk *wk)
 	int status;
 
 	while (walk_failure(wk, &path, &status)) {
-		report(c, path, status);
+		copy_report(c, path, status);
 		free(path);
 	}
 }
@@ -553,7 +547,7 @@ static void copy_tree(struct bfo_copier *c, const char *src, const char *prefix,
 	uint64_t skipped_n = 0, errors = 0;
 
 	if (!wk) {
-		report(c, src, -ENOMEM);
+		copy_report(c, src, -ENOMEM);
 		return;
 	}
 	while (!atomic_load(&c->cancel) && (n = walk_next(wk, &batch)) > 0) {
@@ -569,7 +563,7 @@ static void copy_tree(struct bfo_copier *c, const char *src, const char *prefix,
 			if (batch[i].st)
 				st = *batch[i].st;   /* taken before the walk read it */
 			else if (lstat(p, &st) < 0) {
-				report(c, p, -errno);
+				copy_report(c, p, -errno);
 				continue;
 			}
 			if (S_ISREG(st.st_mode)) {
@@ -623,7 +617,7 @@ static void copy_root_xattrs(const char *src, int dst)
  * not to DST/. or DST/..: their contents go into DST, whose own metadata
  * becomes the source's.  "" says so; "/" (the source "/") likewise.
  */
-static const char *into_name(const char *base)
+const char *into_name(const char *base)
 {
 	if (!strcmp(base, ".") || !strcmp(base, "..") || !strcmp(base, "/"))
 		return "";
@@ -636,7 +630,9 @@ BFO_API int bfo_copier_create(struct bfo_copier **out, const struct bfo_opts *ro
 {
 	struct bfo_copier *c;
 
-	if (!out || (flags & ~(BFO_COPY_ARCHIVE | BFO_COPY_REPLACE)))
+	if (!out || (flags & ~(BFO_COPY_ARCHIVE | BFO_COPY_REPLACE | BFO_COPY_UPDATE |
+			       BFO_COPY_CHECKSUM)) ||
+	    ((flags & BFO_COPY_CHECKSUM) && !(flags & BFO_COPY_UPDATE)))
 		return -EINVAL;
 	c = calloc(1, sizeof(*c));
 	if (!c)
@@ -652,7 +648,7 @@ BFO_API int bfo_copier_create(struct bfo_copier **out, const struct bfo_opts *ro
 	 * batches share syncfs calls (each still journaled first). */
 	if (c->wo.durability == BFO_DURABILITY_BATCH)
 		c->wo.durability = BFO_DURABILITY_CLOSE;
-	if (flags & BFO_COPY_REPLACE)
+	if (flags & (BFO_COPY_REPLACE | BFO_COPY_UPDATE))
 		c->wo.flags |= BFO_WRITE_REPLACE;
 	c->flags = flags;
 	if (cb)
@@ -677,6 +673,9 @@ static void run_cleanup(struct bfo_copier *c)
 	for (size_t i = 0; i < c->nowned; i++)
 		free(c->owned[i]);
 	free(c->srcs);
+	free(c->sizes);
+	c->sizes = NULL;
+	c->capsizes = 0;
 	free(c->src_of);
 	free(c->skip);
 	free(c->hls);
@@ -698,6 +697,7 @@ static void run_cleanup(struct bfo_copier *c)
 
 /* One bfo_copier_run: what its steps share. */
 struct run {
+	bool send;                  /* bfo_copier_send: to a stream */
 	bool dst_is_dir;
 	char *single;               /* DST is the copy of one non-directory: its name */
 	int root_fd;
@@ -713,50 +713,54 @@ static void run_reset(struct bfo_copier *c)
 	pthread_mutex_unlock(&c->lock);
 	c->t0 = bfo_now_ns();
 	c->archive = c->flags & BFO_COPY_ARCHIVE;
-	c->is_root = geteuid() == 0;
-	c->euid = geteuid();
-	c->egid = getegid();
-	c->umask = process_umask();
+	copy_who_init(&c->who, c->archive);
 	c->oom = false;
+	c->send_err = 0;
 	c->reading = false;
 }
 
-/* cp's rules: into DST when it is a directory, else DST is the copy.  The
- * writer's root (c->root) follows; 1 when the one source is missing
- * (reported: DST is not the problem). */
+int copy_dest(const char *dst, unsigned nsrc, bool first_is_dir, bool *dst_is_dir,
+	      char **root, char **single)
+{
+	struct stat st;
+
+	*root = *single = NULL;
+	*dst_is_dir = stat(dst, &st) == 0 && S_ISDIR(st.st_mode);
+	if (nsrc > 1 && !*dst_is_dir)
+		return -ENOTDIR;
+	if (*dst_is_dir || first_is_dir) {
+		*root = strdup(dst);
+	} else {
+		char *d1 = strdup(dst), *d2 = strdup(dst);
+
+		if (d1 && d2) {
+			*root = strdup(dirname(d1));
+			*single = strdup(basename(d2));
+		}
+		free(d1);
+		free(d2);
+		if (!*single) {
+			free(*root);
+			*root = NULL;
+		}
+	}
+	return *root ? 0 : -ENOMEM;
+}
+
+/* The writer's root (c->root) by cp's rules; 1 when the one source is
+ * missing (reported: DST is not the problem). */
 static int run_dest(struct bfo_copier *c, struct run *r, const char *const *srcs, unsigned nsrc,
 		    const char *dst)
 {
-	struct stat dst_st, src_st;
+	struct stat dst_st, src_st = { 0 };
+	bool dir = stat(dst, &dst_st) == 0 && S_ISDIR(dst_st.st_mode);
 
-	r->dst_is_dir = stat(dst, &dst_st) == 0 && S_ISDIR(dst_st.st_mode);
-	if (nsrc > 1 && !r->dst_is_dir)
-		return -ENOTDIR;
-	if (r->dst_is_dir) {
-		c->root = strdup(dst);
-	} else {
-		if (lstat(srcs[0], &src_st) < 0) {
-			report(c, srcs[0], -errno);
-			return 1;
-		}
-		if (S_ISDIR(src_st.st_mode)) {
-			c->root = strdup(dst);
-		} else {
-			char *d1 = strdup(dst), *d2 = strdup(dst);
-
-			if (d1 && d2) {
-				c->root = strdup(dirname(d1));
-				r->single = strdup(basename(d2));
-			}
-			free(d1);
-			free(d2);
-			if (!r->single) {
-				free(c->root);
-				c->root = NULL;
-			}
-		}
+	if (!dir && nsrc == 1 && lstat(srcs[0], &src_st) < 0) {
+		copy_report(c, srcs[0], -errno);
+		return 1;
 	}
-	return c->root ? 0 : -ENOMEM;
+	return copy_dest(dst, nsrc, !dir && nsrc == 1 && S_ISDIR(src_st.st_mode), &r->dst_is_dir,
+			 &c->root, &r->single);
 }
 
 /* The writer on the root, then the read engine. */
@@ -770,7 +774,7 @@ static int run_open(struct bfo_copier *c, struct run *r)
 	/* The root's own metadata (when it stands for a source directory)
 	 * goes to the directory the writer opened, not to whatever has its
 	 * name by the end. */
-	r->root_fd = open(c->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	r->root_fd = writer_root_fd(c->w);
 	ret = bfo_ctx_create(&c->rctx, &c->ro);
 	if (ret) {
 		bfo_writer_close(c->w);
@@ -790,15 +794,18 @@ static int run_open(struct bfo_copier *c, struct run *r)
 /* Source src gets the next slot of c->srcs and goes to the read engine
  * (a file), the walk (a directory) or the batch (anything else).  false:
  * out of memory, the run stops taking sources. */
-static bool copy_source(struct bfo_copier *c, struct run *r, const char *src)
+static bool copy_source(struct bfo_copier *c, struct run *r, const char *src,
+			const struct stat *st)
 {
 	uint16_t srcno = (uint16_t)c->nsrcs;   /* sources that failed have no slot */
 	struct src *s = &c->srcs[srcno];
 	struct stat src_st;
 	char *sc, *b;
 
-	if (lstat(src, &src_st) < 0) {
-		report(c, src, -errno);
+	if (st) {
+		src_st = *st;
+	} else if (lstat(src, &src_st) < 0) {
+		copy_report(c, src, -errno);
 		return true;
 	}
 	sc = strdup(src);
@@ -809,8 +816,14 @@ static bool copy_source(struct bfo_copier *c, struct run *r, const char *src)
 	for (size_t l = strlen(sc); l > 1 && sc[l - 1] == '/'; l--)
 		sc[l - 1] = '\0';
 	b = strdup(sc);
-	s->prefix = b ? strdup(r->dst_is_dir ? into_name(basename(b)) : (r->single ? r->single : "")) :
-		    NULL;
+	if (r->send) {
+		/* The stream names the source by number; the receiver maps it. */
+		if (b && asprintf(&s->prefix, "%u", srcno) < 0)
+			s->prefix = NULL;
+	} else {
+		s->prefix = b ? strdup(r->dst_is_dir ? into_name(basename(b)) :
+				       (r->single ? r->single : "")) : NULL;
+	}
 	free(b);
 	if (!s->prefix) {
 		free(sc);
@@ -862,14 +875,14 @@ static void root_meta(struct bfo_copier *c, struct run *r)
 	struct timespec ts[2] = { st->st_atim, st->st_mtim };
 
 	if (r->root_fd < 0)
-		report(c, c->root, -EBADF);
-	else if (c->is_root && fchown(r->root_fd, st->st_uid, st->st_gid) < 0)
-		report(c, c->root, -errno);
+		copy_report(c, c->root, -EBADF);
+	else if (c->who.is_root && fchown(r->root_fd, st->st_uid, st->st_gid) < 0)
+		copy_report(c, c->root, -errno);
 	if (r->root_fd >= 0)
 		copy_root_xattrs(r->root_meta_src, r->root_fd);
 	if (r->root_fd >= 0 && (fchmod(r->root_fd, st->st_mode & 07777) < 0 ||
 				futimens(r->root_fd, ts) < 0))
-		report(c, c->root, -errno);
+		copy_report(c, c->root, -errno);
 }
 
 /* Writer and reader end; the run's statistics and result. */
@@ -883,7 +896,7 @@ static int run_close(struct bfo_copier *c, struct run *r)
 	bfo_writer_stats(c->w, &wst);
 	ret = bfo_writer_close(c->w);
 	if (ret)
-		report(c, c->root, ret);
+		copy_report(c, c->root, ret);
 	if (r->root_meta_src && c->archive && !atomic_load(&c->cancel))
 		root_meta(c, r);
 	if (r->root_fd >= 0)
@@ -931,13 +944,122 @@ BFO_API int bfo_copier_run(struct bfo_copier *c, const char *const *srcs, unsign
 	if (!c->srcs)
 		c->oom = true;
 	for (unsigned i = 0; c->srcs && i < nsrc && !atomic_load(&c->cancel); i++)
-		if (!copy_source(c, &r, srcs[i]))
+		if (!copy_source(c, &r, srcs[i], NULL))
 			break;
 	run_drain(c);
 	ret = run_close(c, &r);
-	progress(c, true);
+	copy_progress(c, true);
 	run_cleanup(c);
 	free(r.single);
+	return ret;
+}
+
+/* The sources that exist, as the stream's SOURCES frame names them
+ * (missing ones are reported and left out); their lstat in st. */
+static uint32_t send_sources(struct bfo_copier *c, const char *const *srcs, unsigned nsrc,
+			     struct wire_source *tab, char **names, struct stat *st, const char **kept)
+{
+	uint32_t k = 0;
+
+	for (unsigned i = 0; i < nsrc; i++) {
+		char *b;
+
+		if (lstat(srcs[i], &st[k]) < 0) {
+			copy_report(c, srcs[i], -errno);
+			continue;
+		}
+		b = strdup(srcs[i]);
+		for (size_t l = b ? strlen(b) : 0; l > 1 && b[l - 1] == '/'; l--)
+			b[l - 1] = '\0';
+		names[k] = b ? strdup(into_name(basename(b))) : NULL;
+		free(b);
+		if (!names[k]) {
+			c->oom = true;
+			break;
+		}
+		tab[k] = (struct wire_source){ S_ISDIR(st[k].st_mode), names[k],
+					       (uint32_t)strlen(names[k]) };
+		kept[k++] = srcs[i];
+	}
+	return k;
+}
+
+/* Sources, batches and the end, on the stream. */
+static int send_run(struct bfo_copier *c, const char *const *srcs, unsigned nsrc, int fd)
+{
+	struct wire_source *tab = calloc(nsrc, sizeof(*tab));
+	struct stat *st = calloc(nsrc, sizeof(*st));
+	const char **kept = calloc(nsrc, sizeof(*kept));
+	char **names = calloc(nsrc, sizeof(*names));
+	struct run r = { .send = true, .root_fd = -1 };
+	struct wire_out out = { .fd = -1 };
+	struct wire_end end = { 0 };
+	uint32_t k = 0;
+	int ret = -ENOMEM;
+
+	c->srcs = calloc(nsrc, sizeof(*c->srcs));
+	if (tab && st && kept && names && c->srcs) {
+		k = send_sources(c, srcs, nsrc, tab, names, st, kept);
+		ret = wire_out_start(&out, fd, c->archive ? WIRE_F_ARCHIVE : 0, tab, k);
+	}
+	if (!ret) {
+		c->out = &out;
+		for (uint32_t i = 0; i < k && !atomic_load(&c->cancel); i++)
+			if (!copy_source(c, &r, kept[i], &st[i]))
+				break;
+		run_drain(c);
+		c->out = NULL;
+		pthread_mutex_lock(&c->lock);
+		end = (struct wire_end){ c->st.files, c->st.bytes, c->st.others,
+					 c->st.errors + c->oom, 0 };
+		pthread_mutex_unlock(&c->lock);
+		if (!atomic_load(&c->cancel))
+			ret = wire_out_end(&out, &end);
+	}
+	wire_out_free(&out);
+	for (uint32_t i = 0; names && i < nsrc; i++)
+		free(names[i]);
+	free(names);
+	free(tab);
+	free(st);
+	free(kept);
+	return ret;
+}
+
+BFO_API int bfo_copier_send(struct bfo_copier *c, const char *const *srcs, unsigned nsrc, int fd)
+{
+	struct bfo_opts d;
+	struct bfo_stats rst;
+	int ret;
+
+	if (!c || !srcs || !nsrc || fd < 0 || nsrc > WIRE_SOURCES_MAX)
+		return -EINVAL;
+	for (unsigned i = 0; i < nsrc; i++)
+		if (!srcs[i] || !*srcs[i])
+			return -EINVAL;
+	run_reset(c);
+	ret = bfo_ctx_create(&c->rctx, &c->ro);
+	if (ret)
+		return ret;
+	bfo_opts_init(&d);
+	/* As a local copy's: a quarter of the read arena a batch (a frame
+	 * holds at most WIRE_DATA_MAX; larger batches go as several). */
+	c->batch_bytes_max = (c->ro.arena_bytes ? c->ro.arena_bytes : d.arena_bytes) / 4;
+	ret = send_run(c, srcs, nsrc, fd);
+	bfo_read_stats(c->rctx, &rst);
+	bfo_ctx_destroy(c->rctx);
+	c->rctx = NULL;
+	pthread_mutex_lock(&c->lock);
+	c->st.read_engine = rst.engine;
+	c->st.ns_total = bfo_now_ns() - c->t0;
+	if (c->oom)
+		c->st.errors++;
+	if (!ret)
+		ret = c->send_err ? c->send_err : atomic_load(&c->cancel) ? -ECANCELED :
+		      c->oom ? -ENOMEM : (int)MIN(c->st.errors, (uint64_t)INT32_MAX);
+	pthread_mutex_unlock(&c->lock);
+	copy_progress(c, true);
+	run_cleanup(c);
 	return ret;
 }
 

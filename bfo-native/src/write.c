@@ -220,6 +220,13 @@ fail:
 	return ret;
 }
 
+int writer_root_fd(struct bfo_writer *w)
+{
+	int fd = fcntl(w->rootfd, F_DUPFD_CLOEXEC, 0);
+
+	return fd < 0 ? -errno : fd;
+}
+
 BFO_API int bfo_writer_stats(struct bfo_writer *w, struct bfo_write_stats *st)
 {
 	if (!w || !st)

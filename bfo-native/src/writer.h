@@ -123,6 +123,10 @@ struct wtask {
 /* The deferred batches are durable (a syncfs just returned): their
  * manifests go. */
 void release_deferred(struct bfo_writer *w);
+/* A descriptor of the writer's root, the caller's to close (or -errno):
+ * for the copiers, which give the root its source's metadata at the end
+ * and must not reopen it by a name someone may have swapped since. */
+int writer_root_fd(struct bfo_writer *w);
 
 /* write_entry.c */
 const char *base_of(const char *path);

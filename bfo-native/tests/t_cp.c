@@ -65,185 +65,9 @@
 #include "test_hooks.h"
 #include "t_wutil.h"
 
-#define BIG ((17u << 20) + 123)
+#define BIG TW_GEN_BIG
 
 static bool root_user;
-static int64_t t_now_sec;
-
-static void set_times(const char *p, int i)
-{
-	struct timespec ts[2] = {
-		{ t_now_sec + 3 * 86400 + i, (long)((uint64_t)i * 104729u % 1000000000u) },
-		{ 978307200 + (int64_t)i * 3607, (long)((uint64_t)i * 7919u % 1000000000u) },
-	};
-
-	if (utimensat(AT_FDCWD, p, ts, AT_SYMLINK_NOFOLLOW) < 0)
-		t_fail("utimensat %s: %s", p, strerror(errno));
-}
-
-static void mk(const char *p, mode_t mode)
-{
-	if (mkdir(p, 0700) < 0)
-		t_fail("mkdir %s: %s", p, strerror(errno));
-	if (chmod(p, mode) < 0)
-		t_fail("chmod %s: %s", p, strerror(errno));
-}
-
-static void own(const char *p, uid_t u, gid_t g)
-{
-	if (root_user && lchown(p, u, g) < 0)
-		t_fail("lchown %s: %s", p, strerror(errno));
-}
-
-static void xa(const char *p, const char *k, const char *v)
-{
-	if (lsetxattr(p, k, v, strlen(v), 0) < 0)
-		t_fail("lsetxattr %s %s: %s", p, k, strerror(errno));
-}
-
-/* The source tree described at the top.  Returns the number of entries. */
-static int gen_tree(const char *src, uint64_t seed)
-{
-	static const char *dirs[] = { "", "a", "a/b", "a/b/c", "dir with space", "perm750", "sgid",
-				      "sticky", "owned", "a/b/c/d", "a/b/c/d/e", "a/b/c/d/e/f" };
-	static const mode_t dmodes[] = { 0755, 0755, 0755, 0755, 0755, 0750, 02755, 01777, 0700, 0755,
-					 0755, 0755 };
-	static const uint64_t special[] = { 0, 1, 4095, 4096, 4097, 65535, 65536, 65537, 1 << 20,
-					    3 << 20 };
-	char p[PATH_MAX], q[PATH_MAX];
-	int n = 0;
-
-	tw_mkdirs(src);
-	for (size_t i = 1; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		snprintf(p, sizeof(p), "%s/%s", src, dirs[i]);
-		tw_mkdirs(p);
-	}
-	mk(tw_fmt("%s/empty1", src), 0755);
-	mk(tw_fmt("%s/a/empty2", src), 0711);
-	for (int i = 0; i < 150; i++) {
-		uint64_t r = t_rand(&seed), size;
-
-		if (i < (int)(sizeof(special) / sizeof(special[0])))
-			size = special[i];
-		else if (r % 100 < 70)
-			size = t_rand(&seed) % 16384;
-		else if (r % 100 < 96)
-			size = 16384 + t_rand(&seed) % (256 << 10);
-		else
-			size = (256 << 10) + t_rand(&seed) % (3 << 20);
-		snprintf(p, sizeof(p), "%s/%s%sf%03d", src, dirs[i % 12], *dirs[i % 12] ? "/" : "", i);
-		t_write_random(p, size, seed + (uint64_t)i);
-		chmod(p, i % 7 == 0 ? 0600 : i % 7 == 1 ? 0755 : i % 7 == 2 ? 0444 : 0644);
-		if (i % 11 == 3)
-			own(p, 1000, 1000);
-		if (i % 13 == 5)
-			own(p, 2000, 3000);
-		if (i % 9 == 4)
-			xa(p, "user.note", tw_fmt("file %d", i));
-		set_times(p, i);
-		n++;
-	}
-	/* the big one (pieces) */
-	snprintf(p, sizeof(p), "%s/a/big.bin", src);
-	t_write_random(p, BIG, seed ^ 0xb16);
-	xa(p, "user.big", "yes");
-	set_times(p, 500);
-	n++;
-	/* odd names */
-	static const char *odd[] = { "with space", "new\nline", "tab\there", "\xff\xfe-latin1",
-				     "back\\slash", "-dash", ".hidden", "*glob?[x]", "\xc3\xbc\xc3\xb1\xc3\xad" };
-
-	for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
-		snprintf(p, sizeof(p), "%s/%s", src, odd[i]);
-		t_write_random(p, 100 + i * 37, seed + 700 + i);
-		set_times(p, 600 + (int)i);
-		n++;
-	}
-	mk(tw_fmt("%s/dir\nwith newline", src), 0755);
-	t_write_bytes(tw_fmt("%s/dir\nwith newline/in", src), "x", 1);
-	set_times(tw_fmt("%s/dir\nwith newline/in", src), 650);
-	/* hard links: three names of one file */
-	snprintf(p, sizeof(p), "%s/hl_a", src);
-	t_write_random(p, 5000, seed + 800);
-	chmod(p, 0640);
-	own(p, 1000, 2000);
-	xa(p, "user.links", "three");
-	set_times(p, 700);
-	if (link(p, tw_fmt("%s/a/hl_b", src)) < 0 || link(p, tw_fmt("%s/a/b/c/hl_c", src)) < 0)
-		t_fail("link: %s", strerror(errno));
-	n += 3;
-	/* symbolic links */
-	static const char *links[][2] = { { "a/rel", "../with space" }, { "abs", "/etc/hostname" },
-					  { "dang", "no/such/file" }, { "a/b/todir", ".." },
-					  { "odd\nlink", "new\nline" } };
-
-	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
-		snprintf(p, sizeof(p), "%s/%s", src, links[i][0]);
-		if (symlink(links[i][1], p) < 0)
-			t_fail("symlink %s: %s", p, strerror(errno));
-		if (i == 1) {
-			own(p, 1000, 1000);
-			if (root_user)
-				xa(p, "trusted.onlink", "symlink attr");
-		}
-		set_times(p, 800 + (int)i);
-		n++;
-	}
-	/* special files */
-	snprintf(p, sizeof(p), "%s/fifo", src);
-	if (mkfifo(p, 0640) < 0)
-		t_fail("mkfifo: %s", strerror(errno));
-	own(p, 2000, 2000);
-	set_times(p, 900);
-	n++;
-	/* a Unix socket's node: cp -a makes one with mknod */
-	snprintf(p, sizeof(p), "%s/a/sock", src);
-	if (mknod(p, S_IFSOCK | 0751, 0) < 0)
-		t_fail("mknod socket: %s", strerror(errno));
-	own(p, 1000, 2000);
-	set_times(p, 903);
-	n++;
-	if (root_user) {
-		snprintf(p, sizeof(p), "%s/chr", src);
-		snprintf(q, sizeof(q), "%s/a/blk", src);
-		if (mknod(p, S_IFCHR | 0666, makedev(1, 3)) < 0 || mknod(q, S_IFBLK | 0660, makedev(7, 99)) < 0)
-			t_fail("mknod: %s", strerror(errno));
-		set_times(p, 901);
-		set_times(q, 902);
-		n += 2;
-	}
-	/* set-id files */
-	snprintf(p, sizeof(p), "%s/suid", src);
-	t_write_random(p, 3000, seed + 900);
-	own(p, 1000, 1000);
-	if (chmod(p, 04755) < 0)
-		t_fail("chmod");
-	set_times(p, 910);
-	snprintf(p, sizeof(p), "%s/sgidf", src);
-	t_write_random(p, 3000, seed + 901);
-	if (chmod(p, 02755) < 0)
-		t_fail("chmod");
-	set_times(p, 911);
-	n += 2;
-	/* directory metadata last, deepest first */
-	xa(tw_fmt("%s/a", src), "user.dir", "a directory's attribute");
-	xa(src, "user.top", "the top directory's attribute");
-	own(tw_fmt("%s/owned", src), 2000, 3000);
-	for (int i = (int)(sizeof(dirs) / sizeof(dirs[0])) - 1; i >= 0; i--) {
-		snprintf(p, sizeof(p), "%s%s%s", src, *dirs[i] ? "/" : "", dirs[i]);
-		if (chmod(p, dmodes[i]) < 0)
-			t_fail("chmod %s", p);
-	}
-	set_times(tw_fmt("%s/dir\nwith newline", src), 940);
-	set_times(tw_fmt("%s/a/empty2", src), 941);
-	set_times(tw_fmt("%s/empty1", src), 942);
-	for (int i = (int)(sizeof(dirs) / sizeof(dirs[0])) - 1; i >= 0; i--) {
-		snprintf(p, sizeof(p), "%s%s%s", src, *dirs[i] ? "/" : "", dirs[i]);
-		set_times(p, 950 + i);
-		n++;
-	}
-	return n;
-}
 
 /* ------------------------------------------------------------ runs */
 
@@ -464,7 +288,7 @@ static void scenario_exit(void *arg)
 	t_write_random(tw_fmt("%s/suid", su), 600, 4);
 	chmod(tw_fmt("%s/secret", su), 0600);
 	chmod(tw_fmt("%s/suid", su), 04755);
-	xa(tw_fmt("%s/ok1", su), "user.x", "y");
+	tw_gen_xattr(tw_fmt("%s/ok1", su), "user.x", "y");
 	tw_mkdirs(pu);
 	if (chown(pu, 65534, 65534) < 0)
 		t_fail("chown: %s", strerror(errno));
@@ -537,18 +361,18 @@ static void scenario_dots(void *arg)
 	};
 	struct tw_run r, c;
 
-	mk(s, 0750);
-	mk(tw_fmt("%s/sub", s), 0705);
+	tw_gen_mkdir(s, 0750);
+	tw_gen_mkdir(tw_fmt("%s/sub", s), 0705);
 	t_write_random(tw_fmt("%s/sub/f", s), 5000, 77);
 	t_write_random(tw_fmt("%s/g", s), 0, 78);
 	if (mkfifo(tw_fmt("%s/fifo", s), 0640) < 0 || mknod(tw_fmt("%s/sub/sock", s), S_IFSOCK | 0755, 0) < 0)
 		t_fail("setup: %s", strerror(errno));
-	set_times(tw_fmt("%s/sub/f", s), 20);
-	set_times(tw_fmt("%s/g", s), 21);
-	set_times(tw_fmt("%s/fifo", s), 22);
-	set_times(tw_fmt("%s/sub/sock", s), 23);
-	set_times(tw_fmt("%s/sub", s), 24);
-	set_times(s, 25);
+	tw_gen_times(tw_fmt("%s/sub/f", s), 20);
+	tw_gen_times(tw_fmt("%s/g", s), 21);
+	tw_gen_times(tw_fmt("%s/fifo", s), 22);
+	tw_gen_times(tw_fmt("%s/sub/sock", s), 23);
+	tw_gen_times(tw_fmt("%s/sub", s), 24);
+	tw_gen_times(s, 25);
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
 		char *dst = t_pathf("%s/dots-bfo%zu", v->tmp, k), *ref = t_pathf("%s/dots-cp%zu", v->tmp, k);
 		bool inside = !strcmp(cases[k].name, ".");
@@ -598,16 +422,16 @@ static void scenario_noregular(void *arg)
 	char *s1 = t_path(v->tmp, "empty-src"), *s2 = t_path(v->tmp, "noreg-src");
 	struct tw_run r, c;
 
-	mk(s1, 0750);
-	set_times(s1, 3);
+	tw_gen_mkdir(s1, 0750);
+	tw_gen_times(s1, 3);
 	tw_mkdirs(tw_fmt("%s/d1/d2", s2));
 	if (symlink("d1", tw_fmt("%s/link", s2)) < 0 || mkfifo(tw_fmt("%s/d1/fifo", s2), 0600) < 0)
 		t_fail("setup: %s", strerror(errno));
-	set_times(tw_fmt("%s/d1/d2", s2), 4);
-	set_times(tw_fmt("%s/d1/fifo", s2), 5);
-	set_times(tw_fmt("%s/link", s2), 6);
-	set_times(tw_fmt("%s/d1", s2), 7);
-	set_times(s2, 8);
+	tw_gen_times(tw_fmt("%s/d1/d2", s2), 4);
+	tw_gen_times(tw_fmt("%s/d1/fifo", s2), 5);
+	tw_gen_times(tw_fmt("%s/link", s2), 6);
+	tw_gen_times(tw_fmt("%s/d1", s2), 7);
+	tw_gen_times(s2, 8);
 	for (int k = 0; k < 2; k++) {
 		const char *src = k ? s2 : s1;
 		char *dst = t_pathf("%s-bfo", src), *ref = t_pathf("%s-cp", src);
@@ -641,13 +465,13 @@ static void scenario_biglinks(void *arg)
 	tw_mkdirs(tw_fmt("%s/x", src));
 	tw_mkdirs(tw_fmt("%s/y", src));
 	t_write_random(tw_fmt("%s/x/big", src), (40u << 20) + 5, 77);
-	set_times(tw_fmt("%s/x/big", src), 1);
+	tw_gen_times(tw_fmt("%s/x/big", src), 1);
 	if (link(tw_fmt("%s/x/big", src), tw_fmt("%s/y/second", src)) < 0 ||
 	    link(tw_fmt("%s/x/big", src), tw_fmt("%s/third", src)) < 0)
 		t_fail("link: %s", strerror(errno));
-	set_times(tw_fmt("%s/x", src), 2);
-	set_times(tw_fmt("%s/y", src), 3);
-	set_times(src, 4);
+	tw_gen_times(tw_fmt("%s/x", src), 2);
+	tw_gen_times(tw_fmt("%s/y", src), 3);
+	tw_gen_times(src, 4);
 	const char *a[] = { "-a", src, dst, NULL };
 
 	bfo_cp(&r, (uid_t)-1, a);
@@ -909,12 +733,9 @@ static void scenario_changing(void *arg)
 
 int main(void)
 {
-	uint32_t ns;
-
 	t_init("t_cp", 900);
 	root_user = t_is_root();
 	umask(022);
-	tw_now(&t_now_sec, &ns);
 
 	static struct env v;
 	const char *tmp = t_tmpdir();
@@ -930,7 +751,7 @@ int main(void)
 	} else {
 		t_log("not root: owners, devices and trusted xattrs are not part of the tree");
 	}
-	int n = gen_tree(v.src, 12345);
+	int n = tw_gen_tree(v.src, 12345);
 	struct tw_run c;
 
 	tw_runl(&c, "cp", "-a", v.src, v.ref, (char *)NULL);

@@ -1433,3 +1433,191 @@ bool tw_wait_manifest(pid_t pid, const char *root, unsigned k)
 	}
 	return true;
 }
+
+/* ------------------------------------------------------------ a source tree */
+
+static bool gen_root;
+static int64_t gen_now;
+
+void tw_gen_times(const char *p, int i)
+{
+	if (!gen_now) {
+		uint32_t ns;
+
+		tw_now(&gen_now, &ns);
+	}
+	struct timespec ts[2] = {
+		{ gen_now + 3 * 86400 + i, (long)((uint64_t)i * 104729u % 1000000000u) },
+		{ 978307200 + (int64_t)i * 3607, (long)((uint64_t)i * 7919u % 1000000000u) },
+	};
+
+	if (utimensat(AT_FDCWD, p, ts, AT_SYMLINK_NOFOLLOW) < 0)
+		t_fail("utimensat %s: %s", p, strerror(errno));
+}
+
+void tw_gen_mkdir(const char *p, mode_t mode)
+{
+	if (mkdir(p, 0700) < 0)
+		t_fail("mkdir %s: %s", p, strerror(errno));
+	if (chmod(p, mode) < 0)
+		t_fail("chmod %s: %s", p, strerror(errno));
+}
+
+static void gen_own(const char *p, uid_t u, gid_t g)
+{
+	if (gen_root && lchown(p, u, g) < 0)
+		t_fail("lchown %s: %s", p, strerror(errno));
+}
+
+void tw_gen_xattr(const char *p, const char *k, const char *v)
+{
+	if (lsetxattr(p, k, v, strlen(v), 0) < 0)
+		t_fail("lsetxattr %s %s: %s", p, k, strerror(errno));
+}
+
+int tw_gen_tree(const char *src, uint64_t seed)
+{
+	static const char *dirs[] = { "", "a", "a/b", "a/b/c", "dir with space", "perm750", "sgid",
+				      "sticky", "owned", "a/b/c/d", "a/b/c/d/e", "a/b/c/d/e/f" };
+	static const mode_t dmodes[] = { 0755, 0755, 0755, 0755, 0755, 0750, 02755, 01777, 0700, 0755,
+					 0755, 0755 };
+	static const uint64_t special[] = { 0, 1, 4095, 4096, 4097, 65535, 65536, 65537, 1 << 20,
+					    3 << 20 };
+	char p[PATH_MAX], q[PATH_MAX];
+	uint32_t ns;
+	int n = 0;
+
+	gen_root = t_is_root();
+	tw_now(&gen_now, &ns);
+
+	tw_mkdirs(src);
+	for (size_t i = 1; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", src, dirs[i]);
+		tw_mkdirs(p);
+	}
+	tw_gen_mkdir(tw_fmt("%s/empty1", src), 0755);
+	tw_gen_mkdir(tw_fmt("%s/a/empty2", src), 0711);
+	for (int i = 0; i < 150; i++) {
+		uint64_t r = t_rand(&seed), size;
+
+		if (i < (int)(sizeof(special) / sizeof(special[0])))
+			size = special[i];
+		else if (r % 100 < 70)
+			size = t_rand(&seed) % 16384;
+		else if (r % 100 < 96)
+			size = 16384 + t_rand(&seed) % (256 << 10);
+		else
+			size = (256 << 10) + t_rand(&seed) % (3 << 20);
+		snprintf(p, sizeof(p), "%s/%s%sf%03d", src, dirs[i % 12], *dirs[i % 12] ? "/" : "", i);
+		t_write_random(p, size, seed + (uint64_t)i);
+		chmod(p, i % 7 == 0 ? 0600 : i % 7 == 1 ? 0755 : i % 7 == 2 ? 0444 : 0644);
+		if (i % 11 == 3)
+			gen_own(p, 1000, 1000);
+		if (i % 13 == 5)
+			gen_own(p, 2000, 3000);
+		if (i % 9 == 4)
+			tw_gen_xattr(p, "user.note", tw_fmt("file %d", i));
+		tw_gen_times(p, i);
+		n++;
+	}
+	/* the big one (pieces) */
+	snprintf(p, sizeof(p), "%s/a/big.bin", src);
+	t_write_random(p, TW_GEN_BIG, seed ^ 0xb16);
+	tw_gen_xattr(p, "user.big", "yes");
+	tw_gen_times(p, 500);
+	n++;
+	/* odd names */
+	static const char *odd[] = { "with space", "new\nline", "tab\there", "\xff\xfe-latin1",
+				     "back\\slash", "-dash", ".hidden", "*glob?[x]", "\xc3\xbc\xc3\xb1\xc3\xad" };
+
+	for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", src, odd[i]);
+		t_write_random(p, 100 + i * 37, seed + 700 + i);
+		tw_gen_times(p, 600 + (int)i);
+		n++;
+	}
+	tw_gen_mkdir(tw_fmt("%s/dir\nwith newline", src), 0755);
+	t_write_bytes(tw_fmt("%s/dir\nwith newline/in", src), "x", 1);
+	tw_gen_times(tw_fmt("%s/dir\nwith newline/in", src), 650);
+	/* hard links: three names of one file */
+	snprintf(p, sizeof(p), "%s/hl_a", src);
+	t_write_random(p, 5000, seed + 800);
+	chmod(p, 0640);
+	gen_own(p, 1000, 2000);
+	tw_gen_xattr(p, "user.links", "three");
+	tw_gen_times(p, 700);
+	if (link(p, tw_fmt("%s/a/hl_b", src)) < 0 || link(p, tw_fmt("%s/a/b/c/hl_c", src)) < 0)
+		t_fail("link: %s", strerror(errno));
+	n += 3;
+	/* symbolic links */
+	static const char *links[][2] = { { "a/rel", "../with space" }, { "abs", "/etc/hostname" },
+					  { "dang", "no/such/file" }, { "a/b/todir", ".." },
+					  { "odd\nlink", "new\nline" } };
+
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", src, links[i][0]);
+		if (symlink(links[i][1], p) < 0)
+			t_fail("symlink %s: %s", p, strerror(errno));
+		if (i == 1) {
+			gen_own(p, 1000, 1000);
+			if (gen_root)
+				tw_gen_xattr(p, "trusted.onlink", "symlink attr");
+		}
+		tw_gen_times(p, 800 + (int)i);
+		n++;
+	}
+	/* special files */
+	snprintf(p, sizeof(p), "%s/fifo", src);
+	if (mkfifo(p, 0640) < 0)
+		t_fail("mkfifo: %s", strerror(errno));
+	gen_own(p, 2000, 2000);
+	tw_gen_times(p, 900);
+	n++;
+	/* a Unix socket's node: cp -a makes one with mknod */
+	snprintf(p, sizeof(p), "%s/a/sock", src);
+	if (mknod(p, S_IFSOCK | 0751, 0) < 0)
+		t_fail("mknod socket: %s", strerror(errno));
+	gen_own(p, 1000, 2000);
+	tw_gen_times(p, 903);
+	n++;
+	if (gen_root) {
+		snprintf(p, sizeof(p), "%s/chr", src);
+		snprintf(q, sizeof(q), "%s/a/blk", src);
+		if (mknod(p, S_IFCHR | 0666, makedev(1, 3)) < 0 || mknod(q, S_IFBLK | 0660, makedev(7, 99)) < 0)
+			t_fail("mknod: %s", strerror(errno));
+		tw_gen_times(p, 901);
+		tw_gen_times(q, 902);
+		n += 2;
+	}
+	/* set-id files */
+	snprintf(p, sizeof(p), "%s/suid", src);
+	t_write_random(p, 3000, seed + 900);
+	gen_own(p, 1000, 1000);
+	if (chmod(p, 04755) < 0)
+		t_fail("chmod");
+	tw_gen_times(p, 910);
+	snprintf(p, sizeof(p), "%s/sgidf", src);
+	t_write_random(p, 3000, seed + 901);
+	if (chmod(p, 02755) < 0)
+		t_fail("chmod");
+	tw_gen_times(p, 911);
+	n += 2;
+	/* directory metadata last, deepest first */
+	tw_gen_xattr(tw_fmt("%s/a", src), "user.dir", "a directory's attribute");
+	tw_gen_xattr(src, "user.top", "the top directory's attribute");
+	gen_own(tw_fmt("%s/owned", src), 2000, 3000);
+	for (int i = (int)(sizeof(dirs) / sizeof(dirs[0])) - 1; i >= 0; i--) {
+		snprintf(p, sizeof(p), "%s%s%s", src, *dirs[i] ? "/" : "", dirs[i]);
+		if (chmod(p, dmodes[i]) < 0)
+			t_fail("chmod %s", p);
+	}
+	tw_gen_times(tw_fmt("%s/dir\nwith newline", src), 940);
+	tw_gen_times(tw_fmt("%s/a/empty2", src), 941);
+	tw_gen_times(tw_fmt("%s/empty1", src), 942);
+	for (int i = (int)(sizeof(dirs) / sizeof(dirs[0])) - 1; i >= 0; i--) {
+		snprintf(p, sizeof(p), "%s%s%s", src, *dirs[i] ? "/" : "", dirs[i]);
+		tw_gen_times(p, 950 + i);
+		n++;
+	}
+	return n;
+}

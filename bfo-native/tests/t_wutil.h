@@ -227,4 +227,26 @@ unsigned tw_manifest_seq(const char *root);
  * when the process pid ended first (it was reaped here). */
 bool tw_wait_manifest(pid_t pid, const char *root, unsigned k);
 
+/*
+ * A source tree with every file type, for the copy tests (t_cp, t_sendrecv):
+ * regular files of 0 bytes to 3 MiB (sizes around page boundaries too)
+ * plus one of TW_GEN_BIG bytes, above the read engine's large_file, so it
+ * travels in pieces; directories, empty ones included, with modes 0750,
+ * setgid and sticky; symbolic links relative, absolute, dangling and to a
+ * directory; hard links (three names of one file); a FIFO, a socket's
+ * node, a character and a block device (root); set-id files; odd names
+ * (a newline, a tab, non-UTF-8 bytes, a backslash, a leading dash);
+ * user.* xattrs, trusted.* on a symlink (root); mtimes with nanoseconds,
+ * atimes in the future; several owners (root).  Returns the number of
+ * entries.
+ */
+#define TW_GEN_BIG ((17u << 20) + 123)
+int tw_gen_tree(const char *src, uint64_t seed);
+/* Its pieces: times set by index i (atime in the future, mtime with ns),
+ * a directory with a mode, a user.* (or trusted.*) xattr; each fails the
+ * test when it cannot. */
+void tw_gen_times(const char *p, int i);
+void tw_gen_mkdir(const char *p, mode_t mode);
+void tw_gen_xattr(const char *p, const char *k, const char *v);
+
 #endif

@@ -6,6 +6,7 @@
  *                                paths on stdin) as batches (read_cmd.c)
  *   bfo plan [OPTIONS] PATH...   print the ORDER_LIST summary, read nothing
  *   bfo cp, bfo write, bfo recover   (copy.c, write_cmd.c)
+ *   bfo send, bfo recv               (sendrecv.c; bfo cp HOST: runs them)
  *   bfo version
  *
  * Exit status: 0 every file read, 1 some files failed (each named on
@@ -24,6 +25,8 @@ void cli_usage(FILE *f)
 		"usage: bfo read [OPTIONS] PATH...   read files (directories recursively, - for stdin)\n"
 		"       bfo plan [OPTIONS] PATH...   print the ORDER_LIST summary without reading data\n"
 		"       bfo cp [-a] [--durability none|batch|each] SRC... DST   copy as batches\n"
+		"       bfo cp [-a] SRC... [USER@]HOST:DST   (or HOST:SRC... DST) copy over ssh\n"
+		"       bfo send [-a] SRC... | bfo recv [-a] DST   the same over any pipe\n"
 		"       bfo write [--tar] DIR < STREAM   write a stream of files as batches\n"
 		"       bfo recover DIR                  finish or remove unfinished batches\n"
 		"       bfo version\n"
@@ -59,6 +62,10 @@ int main(int argc, char **argv)
 		return cmd_read(argc - 1, argv + 1, true);
 	if (!strcmp(argv[1], "cp"))
 		return cmd_cp(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "send"))
+		return cmd_send(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "recv"))
+		return cmd_recv(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "write"))
 		return cmd_write(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "recover"))

@@ -71,11 +71,11 @@ int cli_choice(const char *arg, const char *const *names)
 	return -1;
 }
 
-static const char *const durabilities[] = {
+const char *const cli_durabilities[] = {
 	[BFO_DURABILITY_BATCH] = "batch", [BFO_DURABILITY_NONE] = "none",
 	[BFO_DURABILITY_EACH] = "each", NULL,
 };
-static const char *const wengines[] = {
+const char *const cli_wengines[] = {
 	[BFO_WENGINE_AUTO] = "auto", [BFO_WENGINE_STEM] = "stem",
 	[BFO_WENGINE_BATCHED] = "batched", [BFO_WENGINE_URING] = "uring", NULL,
 };
@@ -86,7 +86,7 @@ int cli_write_opt(int opt, const char *arg, struct bfo_write_opts *wo)
 
 	switch (opt) {
 	case 'D':
-		if ((i = cli_choice(arg, durabilities)) < 0)
+		if ((i = cli_choice(arg, cli_durabilities)) < 0)
 			return -1;
 		wo->durability = (uint32_t)i;
 		return 1;
@@ -94,7 +94,7 @@ int cli_write_opt(int opt, const char *arg, struct bfo_write_opts *wo)
 		wo->flags |= BFO_WRITE_REPLACE;
 		return 1;
 	case 'W':
-		if ((i = cli_choice(arg, wengines)) < 0)
+		if ((i = cli_choice(arg, cli_wengines)) < 0)
 			return -1;
 		wo->engine = (uint32_t)i;
 		return 1;

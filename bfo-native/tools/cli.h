@@ -46,6 +46,9 @@ struct bfo_write_opts;
 /* Apply getopt's opt (one of CLI_WRITE_LONGOPTS' letters) to wo.  Returns
  * 1 when opt was one of them, 0 when not, -1 for a bad value. */
 int cli_write_opt(int opt, const char *arg, struct bfo_write_opts *wo);
+/* Their values' names, indexed by enum bfo_durability / bfo_wengine. */
+extern const char *const cli_durabilities[];
+extern const char *const cli_wengines[];
 
 /* The index of arg in names (NULL-terminated), or -1: a tool's table of
  * names is indexed by the library's enum they stand for. */
@@ -64,6 +67,8 @@ uint64_t cli_now_ns(void);
 void cli_dest_error(const char *cmd, const char *dest, int err);
 
 int cmd_cp(int argc, char **argv);
+int cmd_send(int argc, char **argv);
+int cmd_recv(int argc, char **argv);
 int cmd_write(int argc, char **argv);
 int cmd_recover(int argc, char **argv);
 

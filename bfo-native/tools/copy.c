@@ -1,34 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* bfo cp: the copier (bfo_copier_*, src/copy.c) with cp's command line. */
+/*
+ * bfo cp: the copier (bfo_copier_*, src/copy.c) with cp's command line;
+ * with a [USER@]HOST:PATH source or destination, the far side runs bfo
+ * recv or bfo send through a remote shell, as rsync runs its own.
+ */
 #include <errno.h>
 #include <getopt.h>
-#include <inttypes.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bfo.h"
 #include "cli.h"
-
-static struct bfo_copier *running;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	if (running)
-		bfo_copier_cancel(running);   /* async-signal-safe */
-}
-
-static void on_error(void *arg, const char *path, int status)
-{
-	(void)arg;
-	fprintf(stderr, "bfo: cp: %s: %s\n", path, bfo_strerror(status));
-}
-
-static void on_progress(void *arg, const struct bfo_copy_stats *st)
-{
-	cli_progress_tick(arg, st->files, st->bytes, false);
-}
+#include "copy_ui.h"
+#include "remote.h"
 
 struct cp_args {
 	struct bfo_write_opts wo;
@@ -38,17 +25,26 @@ struct cp_args {
 	char **srcs;
 	unsigned nsrcs;
 	const char *dst;
+	const char *rsh;        /* rsync's -e */
+	const char *remote_bfo; /* rsync's --rsync-path */
 };
 
 static void help(void)
 {
-	printf("usage: bfo cp [-a] [--durability none|batch|each] [--replace]\n"
-	       "              [--write-engine auto|stem|batched|uring] [--stats] SRC... DST\n\n"
+	printf("usage: bfo cp [-a] [--durability none|batch|each] [--replace | --update [--checksum]]\n"
+	       "              [--write-engine auto|stem|batched|uring] [--stats] SRC... DST\n"
+	       "       bfo cp [OPTIONS] [-e|--rsh COMMAND] [--remote-bfo PATH] SRC... [USER@]HOST:DST\n"
+	       "       bfo cp [OPTIONS] [-e|--rsh COMMAND] [--remote-bfo PATH] [USER@]HOST:SRC... DST\n\n"
 	       "Copies like cp -r (with -a like cp -a: modes, owner as root, times, links,\n"
 	       "special files, xattrs), reading the sources as batches in disk order and\n"
 	       "writing the copy as batches, one durability point each (default --durability\n"
 	       "batch: durable when bfo cp returns). An existing destination file is an\n"
-	       "error unless --replace.\n");
+	       "error unless --replace, or --update: files whose copy has the same size and\n"
+	       "mtime (--checksum: the same content) are left alone, others replaced, so the\n"
+	       "same command run again finishes an interrupted copy.\n\n"
+	       "A HOST: argument (a colon before any slash, as rsync) copies between machines:\n"
+	       "bfo send | bfo recv through COMMAND (default ssh), running PATH (default bfo)\n"
+	       "on HOST.\n");
 }
 
 /* The command line into a: -1 to go on, or the exit status. */
@@ -58,6 +54,10 @@ static int parse_args(int argc, char **argv, struct cp_args *a)
 		{ "archive", no_argument, 0, 'a' },
 		{ "recursive", no_argument, 0, 'r' },
 		CLI_WRITE_LONGOPTS,
+		{ "update", no_argument, 0, 'u' },
+		{ "checksum", no_argument, 0, 'c' },
+		{ "rsh", required_argument, 0, 'e' },
+		{ "remote-bfo", required_argument, 0, 'B' },
 		{ "stats", no_argument, 0, 'S' },
 		{ "progress", no_argument, 0, 'P' },
 		{ "no-progress", no_argument, 0, 'N' },
@@ -66,9 +66,10 @@ static int parse_args(int argc, char **argv, struct cp_args *a)
 	};
 	int opt;
 
-	*a = (struct cp_args){ .wo = { .size = sizeof(a->wo) }, .progress = -1 };
+	*a = (struct cp_args){ .wo = { .size = sizeof(a->wo) }, .progress = -1, .rsh = "ssh",
+			       .remote_bfo = "bfo" };
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "arfh", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "arfuce:h", longopts, NULL)) != -1) {
 		int w = cli_write_opt(opt, optarg, &a->wo);
 
 		if (w < 0)
@@ -78,6 +79,10 @@ static int parse_args(int argc, char **argv, struct cp_args *a)
 		switch (opt) {
 		case 'a': a->flags |= BFO_COPY_ARCHIVE; break;
 		case 'r': break;
+		case 'u': a->flags |= BFO_COPY_UPDATE; break;
+		case 'c': a->flags |= BFO_COPY_CHECKSUM; break;
+		case 'e': a->rsh = optarg; break;
+		case 'B': a->remote_bfo = optarg; break;
 		case 'S': a->stats = true; break;
 		case 'P': a->progress = 1; break;
 		case 'N': a->progress = 0; break;
@@ -90,63 +95,160 @@ static int parse_args(int argc, char **argv, struct cp_args *a)
 	}
 	if (argc - optind < 2)
 		goto usage;
+	if ((a->flags & BFO_COPY_CHECKSUM) && !(a->flags & BFO_COPY_UPDATE)) {
+		fprintf(stderr, "bfo: cp: --checksum goes with --update\n");
+		return CLI_EXIT_USAGE;
+	}
 	a->srcs = argv + optind;
 	a->nsrcs = (unsigned)(argc - optind - 1);
 	a->dst = argv[argc - 1];
 	return -1;
 usage:
-	fprintf(stderr, "usage: bfo cp [-a] [--durability none|batch|each] [--replace] SRC... DST\n");
+	fprintf(stderr, "usage: bfo cp [-a] [--durability none|batch|each] [--replace] SRC... [HOST:]DST\n");
 	return CLI_EXIT_USAGE;
 }
 
-static void print_stats(const struct bfo_copy_stats *st)
+static int make_copier(struct cp_args *a, struct copy_ui *ui, struct bfo_copier **c)
 {
-	fprintf(stderr, "bfo cp: %" PRIu64 " files, %" PRIu64 " other entries, %.1f MB, %" PRIu64
-		" errors in %.3f s; read engine %s, write engine %s, %" PRIu64 " batches\n",
-		st->files, st->others, (double)st->bytes / 1e6, st->errors, (double)st->ns_total / 1e9,
-		bfo_engine_name((int)st->read_engine), bfo_wengine_name((int)st->write_engine),
-		st->batches);
+	int ret = bfo_copier_create(c, NULL, &a->wo, a->flags, &ui->cb);
+
+	if (ret)
+		fprintf(stderr, "bfo: cp: %s\n", bfo_strerror(ret));
+	return ret;
 }
 
-/* The exit status of bfo_copier_run()'s ret. */
-static int exit_status(int ret)
+static int copy_local(struct cp_args *a)
 {
-	if (ret == -ECANCELED)
-		return CLI_EXIT_INTERRUPTED;
-	/* The destination refused (not a directory, its journal not ours). */
-	if (ret < 0)
-		return ret == -ENOTDIR || ret == -EINVAL || ret == -ELOOP || ret == -EPERM ?
-		       CLI_EXIT_USAGE : CLI_EXIT_SOME_FAILED;
-	return ret ? CLI_EXIT_SOME_FAILED : 0;
+	struct copy_ui ui;
+	struct bfo_copier *c;
+	int ret;
+
+	copy_ui_init(&ui, "cp", "copied", a->progress, true);
+	if (make_copier(a, &ui, &c))
+		return CLI_EXIT_USAGE;
+	copy_ui_running(c);
+	ret = bfo_copier_run(c, (const char *const *)a->srcs, a->nsrcs, a->dst);
+	copy_ui_running(NULL);
+	if (ret < 0 && ret != -ECANCELED)
+		cli_dest_error("cp", a->dst, ret);
+	copy_ui_end(&ui, c, a->stats);
+	bfo_copier_destroy(c);
+	return copy_ui_exit(ret);
+}
+
+/* The far side's command line: bfo recv with our write options, or bfo
+ * send; then "--" and the paths. */
+static char **far_argv(const struct cp_args *a, bool recv, const char *const *paths, unsigned n)
+{
+	char **v = calloc(n + 16, sizeof(*v));
+	unsigned k = 0;
+
+	if (!v)
+		return NULL;
+	v[k++] = (char *)a->remote_bfo;
+	v[k++] = recv ? "recv" : "send";
+	if (a->flags & BFO_COPY_ARCHIVE)
+		v[k++] = "-a";
+	if (recv) {
+		if (a->wo.flags & BFO_WRITE_REPLACE)
+			v[k++] = "--replace";
+		if (a->flags & BFO_COPY_UPDATE)
+			v[k++] = "--update";
+		if (a->flags & BFO_COPY_CHECKSUM)
+			v[k++] = "--checksum";
+		v[k++] = "--durability";
+		v[k++] = (char *)cli_durabilities[a->wo.durability];
+		v[k++] = "--write-engine";
+		v[k++] = (char *)cli_wengines[a->wo.engine];
+	}
+	v[k++] = "--";
+	for (unsigned i = 0; i < n; i++)
+		v[k++] = (char *)(*paths[i] ? paths[i] : ".");
+	return v;
+}
+
+/*
+ * SRC... HOST:DST (dst_host set) or HOST:SRC... DST: the far side through
+ * the remote shell, this side the copier's send or recv on its pipe.  The
+ * exit status is the worse of the two sides'.
+ */
+static int copy_remote(struct cp_args *a, struct remote_arg *hosts, bool to_remote)
+{
+	const char **paths = calloc(a->nsrcs, sizeof(*paths));
+	struct remote r = { .fd = -1 };
+	struct copy_ui ui;
+	struct bfo_copier *c = NULL;
+	char **v = NULL;
+	int ret, local, far;
+
+	if (!paths)
+		return CLI_EXIT_USAGE;
+	for (unsigned i = 0; i < a->nsrcs; i++)
+		paths[i] = to_remote ? a->srcs[i] : hosts[i].path;
+	if (to_remote)
+		v = far_argv(a, true, &hosts[a->nsrcs].path, 1);
+	else
+		v = far_argv(a, false, paths, a->nsrcs);
+	copy_ui_init(&ui, "cp", to_remote ? "sent" : "received", a->progress, !to_remote);
+	if (!v || make_copier(a, &ui, &c) ||
+	    remote_start(&r, a->rsh, hosts[to_remote ? a->nsrcs : 0].host, v, to_remote)) {
+		free(v);
+		free(paths);
+		bfo_copier_destroy(c);
+		return CLI_EXIT_USAGE;
+	}
+	signal(SIGPIPE, SIG_IGN);         /* a receiver gone is -EPIPE, said below */
+	copy_ui_running(c);
+	ret = to_remote ? bfo_copier_send(c, paths, a->nsrcs, r.fd) :
+			  bfo_copier_recv(c, r.fd, a->dst);
+	copy_ui_running(NULL);
+	if (ret < 0 && ret != -ECANCELED && ret != -EPIPE && !to_remote)
+		cli_dest_error("cp", a->dst, ret);
+	copy_ui_end(&ui, c, a->stats);
+	local = ret == -EPIPE ? CLI_EXIT_SOME_FAILED : copy_ui_exit(ret);
+	far = remote_finish(&r, "cp", a->rsh, a->remote_bfo);
+	if (far == CLI_EXIT_SOME_FAILED && (ret == -EPIPE || ret == -ENODATA))
+		fprintf(stderr, "bfo: cp: the far side (%s %s %s) ended before the copy did\n",
+			a->rsh, r.host, to_remote ? "bfo recv" : "bfo send");
+	bfo_copier_destroy(c);
+	free(v);
+	free(paths);
+	return far > local ? far : local;
 }
 
 int cmd_cp(int argc, char **argv)
 {
 	struct cp_args a;
-	struct cli_progress prog;
-	struct bfo_copy_callbacks cb = { .error = on_error, .progress = on_progress, .arg = &prog };
-	struct bfo_copy_stats st;
-	struct bfo_copier *c;
+	struct remote_arg *h;
+	unsigned nremote = 0;
 	int ret = parse_args(argc, argv, &a);
 
 	if (ret >= 0)
 		return ret;
-	cli_progress_init(&prog, "copied", a.progress);
-	ret = bfo_copier_create(&c, NULL, &a.wo, a.flags, &cb);
-	if (ret) {
-		fprintf(stderr, "bfo: cp: %s\n", bfo_strerror(ret));
+	h = calloc(a.nsrcs + 1, sizeof(*h));
+	if (!h)
 		return CLI_EXIT_USAGE;
+	for (unsigned i = 0; i <= a.nsrcs; i++)
+		nremote += remote_parse(i < a.nsrcs ? a.srcs[i] : a.dst, &h[i]);
+	if (!nremote) {
+		ret = copy_local(&a);
+	} else if (h[a.nsrcs].host && nremote > 1) {
+		fprintf(stderr, "bfo: cp: the sources and the destination cannot both be remote\n");
+		ret = CLI_EXIT_USAGE;
+	} else if (!h[a.nsrcs].host && nremote != a.nsrcs) {
+		fprintf(stderr, "bfo: cp: remote sources must all be remote (HOST:PATH)\n");
+		ret = CLI_EXIT_USAGE;
+	} else {
+		for (unsigned i = 1; !h[a.nsrcs].host && i < a.nsrcs; i++)
+			if (strcmp(h[i].host, h[0].host)) {
+				fprintf(stderr, "bfo: cp: remote sources must all be on one host\n");
+				ret = CLI_EXIT_USAGE;
+			}
+		if (ret < 0)
+			ret = copy_remote(&a, h, h[a.nsrcs].host != NULL);
 	}
-	running = c;
-	cli_on_signals(on_signal);
-	ret = bfo_copier_run(c, (const char *const *)a.srcs, a.nsrcs, a.dst);
-	running = NULL;
-	bfo_copier_stats(c, &st);
-	cli_progress_tick(&prog, st.files, st.bytes, true);
-	if (ret < 0 && ret != -ECANCELED)
-		cli_dest_error("cp", a.dst, ret);
-	if (a.stats)
-		print_stats(&st);
-	bfo_copier_destroy(c);
-	return exit_status(ret);
+	for (unsigned i = 0; i <= a.nsrcs; i++)
+		free(h[i].host);
+	free(h);
+	return ret;
 }

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Reporting of the copying subcommands (copy_ui.h). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "copy_ui.h"
+
+static struct bfo_copier *running;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	if (running)
+		bfo_copier_cancel(running);   /* async-signal-safe */
+}
+
+static void on_error(void *arg, const char *path, int status)
+{
+	struct copy_ui *ui = arg;
+
+	fprintf(stderr, "bfo: %s: %s: %s\n", ui->cmd, path, bfo_strerror(status));
+}
+
+static void on_progress(void *arg, const struct bfo_copy_stats *st)
+{
+	struct copy_ui *ui = arg;
+
+	cli_progress_tick(&ui->prog, st->files, st->bytes, false);
+}
+
+void copy_ui_init(struct copy_ui *ui, const char *cmd, const char *what, int progress,
+		  bool writes)
+{
+	ui->cmd = cmd;
+	ui->writes = writes;
+	cli_progress_init(&ui->prog, what, progress);
+	ui->cb = (struct bfo_copy_callbacks){ .error = on_error, .progress = on_progress, .arg = ui };
+}
+
+void copy_ui_running(struct bfo_copier *c)
+{
+	running = c;
+	if (c)
+		cli_on_signals(on_signal);
+}
+
+void copy_ui_end(struct copy_ui *ui, struct bfo_copier *c, bool stats)
+{
+	struct bfo_copy_stats st;
+
+	bfo_copier_stats(c, &st);
+	cli_progress_tick(&ui->prog, st.files, st.bytes, true);
+	if (!stats)
+		return;
+	fprintf(stderr, "bfo %s: %" PRIu64 " files, %" PRIu64 " other entries, %.1f MB, %" PRIu64
+		" errors, %" PRIu64 " skipped in %.3f s", ui->cmd, st.files, st.others,
+		(double)st.bytes / 1e6, st.errors, st.skipped, (double)st.ns_total / 1e9);
+	if (st.read_engine)
+		fprintf(stderr, "; read engine %s", bfo_engine_name((int)st.read_engine));
+	if (ui->writes)
+		fprintf(stderr, "; write engine %s, %" PRIu64 " batches",
+			bfo_wengine_name((int)st.write_engine), st.batches);
+	fprintf(stderr, "\n");
+}
+
+int copy_ui_exit(int ret)
+{
+	if (ret == -ECANCELED)
+		return CLI_EXIT_INTERRUPTED;
+	/* The destination refused (not a directory, its journal not ours),
+	 * or the stream was not one to read. */
+	if (ret < 0)
+		return ret == -ENOTDIR || ret == -EINVAL || ret == -ELOOP || ret == -EPERM ||
+		       ret == -EBADMSG || ret == -EPROTONOSUPPORT || ret == -ENODATA ?
+		       CLI_EXIT_USAGE : CLI_EXIT_SOME_FAILED;
+	return ret ? CLI_EXIT_SOME_FAILED : 0;
+}

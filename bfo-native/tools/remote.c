@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The far side of a copy between machines, through a remote shell (remote.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "remote.h"
+
+extern char **environ;
+
+bool remote_parse(const char *arg, struct remote_arg *r)
+{
+	const char *colon, *slash = strchr(arg, '/');
+
+	if (arg[0] == '[') {                    /* [v6addr]:PATH, [user@v6addr]:PATH */
+		const char *end = strchr(arg, ']');
+
+		if (!end || end[1] != ':' || (slash && slash < end))
+			return false;
+		colon = end + 1;
+	} else {
+		colon = strchr(arg, ':');
+		if (!colon || colon == arg || (slash && slash < colon))
+			return false;
+	}
+	r->host = strndup(arg[0] == '[' ? arg + 1 : arg,
+			  (size_t)(colon - arg) - (arg[0] == '[' ? 2 : 0));
+	r->path = colon + 1;
+	return r->host != NULL;
+}
+
+/* rsh as words: blanks separate them, '...' and "..." quote, nothing is
+ * expanded.  NULL-terminated, each malloc'd into one block; NULL on a
+ * quote left open. */
+static char **split_words(const char *s, size_t *n)
+{
+	size_t len = strlen(s);
+	char **w = calloc(len / 2 + 2, sizeof(*w));
+	char *buf = malloc(len + 1), *o = buf;
+
+	*n = 0;
+	if (!w || !buf)
+		goto fail;
+	while (*s) {
+		char q = 0;
+
+		while (*s == ' ' || *s == '\t')
+			s++;
+		if (!*s)
+			break;
+		w[(*n)++] = o;
+		for (; *s && (q || (*s != ' ' && *s != '\t')); s++) {
+			if (!q && (*s == '\'' || *s == '"'))
+				q = *s;
+			else if (q && *s == q)
+				q = 0;
+			else
+				*o++ = *s;
+		}
+		if (q)
+			goto fail;
+		*o++ = '\0';
+	}
+	if (*n)
+		return w;
+fail:
+	free(w);
+	free(buf);
+	return NULL;
+}
+
+/* arg quoted for a POSIX shell: '...' with each ' as '\''. */
+static char *shell_quote(const char *arg)
+{
+	size_t q = 0;
+	char *out, *o;
+
+	for (const char *p = arg; *p; p++)
+		q += *p == '\'';
+	out = malloc(strlen(arg) + 3 * q + 3);
+	if (!out)
+		return NULL;
+	o = out;
+	*o++ = '\'';
+	for (const char *p = arg; *p; p++) {
+		if (*p == '\'') {
+			memcpy(o, "'\\''", 4);
+			o += 4;
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o++ = '\'';
+	*o = '\0';
+	return out;
+}
+
+int remote_start(struct remote *r, const char *rsh, const char *host, char *const *argv,
+		 bool we_send)
+{
+	size_t nw, na = 0;
+	char **words = split_words(rsh, &nw), **full = NULL;
+	posix_spawn_file_actions_t fa;
+	int p[2] = { -1, -1 }, ret = -ENOMEM;
+
+	if (!words) {
+		fprintf(stderr, "bfo: cp: --rsh '%s': not a command (empty, or a quote left open)\n", rsh);
+		return -EINVAL;
+	}
+	while (argv[na])
+		na++;
+	full = calloc(nw + na + 3, sizeof(*full));
+	if (!full)
+		goto out;
+	memcpy(full, words, nw * sizeof(*full));
+	full[nw] = (char *)host;
+	for (size_t i = 0; i < na; i++)
+		if (!(full[nw + 1 + i] = shell_quote(argv[i])))
+			goto out;
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, we_send ? p[0] : p[1], we_send ? 0 : 1);
+	ret = -posix_spawnp(&r->pid, full[0], &fa, NULL, full, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (ret) {
+		fprintf(stderr, "bfo: cp: cannot run '%s': %s\n", full[0], strerror(-ret));
+		close(p[0]);
+		close(p[1]);
+		goto out;
+	}
+	close(we_send ? p[0] : p[1]);
+	r->fd = we_send ? p[1] : p[0];
+	r->host = host;
+out:
+	for (size_t i = 0; full && i < na; i++)
+		free(full[nw + 1 + i]);
+	free(full);
+	free(words[0]);
+	free(words);
+	return ret;
+}
+
+int remote_finish(struct remote *r, const char *cmd, const char *rsh, const char *bfo)
+{
+	int st = 0, code;
+
+	if (r->fd >= 0)
+		close(r->fd);
+	r->fd = -1;
+	while (waitpid(r->pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (WIFSIGNALED(st)) {
+		fprintf(stderr, "bfo: %s: '%s' to %s ended by signal %d\n", cmd, rsh, r->host,
+			WTERMSIG(st));
+		return WTERMSIG(st) == SIGINT ? CLI_EXIT_INTERRUPTED : CLI_EXIT_SOME_FAILED;
+	}
+	code = WEXITSTATUS(st);
+	if (code == 255)
+		fprintf(stderr, "bfo: %s: '%s' could not reach %s (exit 255)\n", cmd, rsh, r->host);
+	else if (code == 127)
+		fprintf(stderr, "bfo: %s: '%s' is not found on %s (install bfo there, or name it with "
+			"--remote-bfo PATH)\n", cmd, bfo, r->host);
+	if (code == 0 || code == CLI_EXIT_SOME_FAILED || code == CLI_EXIT_INTERRUPTED)
+		return code;
+	return CLI_EXIT_USAGE;
+}
