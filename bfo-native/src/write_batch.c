@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -67,6 +68,16 @@ static int order_cmp(const void *a, const void *b, void *arg)
 	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
 }
 
+/* Are a (in adir) and b (in bdir) names of one file? */
+static bool same_inode(int adir, const char *a, int bdir, const char *b)
+{
+	struct stat sa, sb;
+
+	return fstatat(adir, a, &sa, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       fstatat(bdir, b, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sa.st_mode) &&
+	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 static void link_pass(struct wbatch *b)
 {
 	char sdir[BFO_WPATH_MAX], ddir[BFO_WPATH_MAX];
@@ -90,6 +101,10 @@ static void link_pass(struct wbatch *b)
 
 		if (sfd < 0 || dfd < 0)
 			ret = sfd < 0 ? sfd : dfd;
+		else if (tmp && same_inode(sfd, sbase, dfd, dbase))
+			ret = 0;        /* already this link: rename(2) of one link
+					 * onto another of the same file does nothing
+					 * and would leave the temporary name */
 		else if (linkat(sfd, sbase, dfd, tmp ? tmp : dbase, 0) < 0)
 			ret = -errno;
 		else if (tmp && renameat(dfd, tmp, dfd, dbase) < 0) {

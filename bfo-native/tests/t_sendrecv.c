@@ -1,0 +1,914 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * t_sendrecv: `bfo send | bfo recv` (BFO_CLI) against GNU cp on the same
+ * source, and the receiver against hostile, broken and huge streams.
+ *
+ *  - pipes: `bfo send -a SRC | bfo recv -a DST` equals `cp -a SRC REF`
+ *    (tw_gen_tree: every file type, odd names, hard links, a file in
+ *    pieces, xattrs, owners as root), into an existing directory and onto
+ *    a new name, SRC/., several sources, one file, --durability none and
+ *    each; without -a it equals `cp -r`; bfo cp through a remote shell that
+ *    runs the far side locally (--rsh) both ways, names quoted for it.
+ *  - update: a second run with --update skips every unchanged file and
+ *    replaces the changed ones; --checksum catches a change that kept size
+ *    and mtime.
+ *  - hostile: streams made here, each frame's hash correct, break one rule
+ *    each (paths with "..", absolute, empty components; sources named ".."
+ *    or "a/b"; a hard link or a file through a symbolic link the stream
+ *    made; sizes and counts beyond the limits; bad modes, times, types;
+ *    data on a directory; a path below a source that is a file; records
+ *    of a source never named; an end frame that miscounts): a clear error,
+ *    exit 1 or 2, nothing outside DST touched, no file torn, no leftovers.
+ *    A wrong version, a non-stream and an empty stream exit 2.
+ *  - corrupt and truncated: one data byte flipped fails that file alone
+ *    (absent, named); a records byte flipped fails its frame; the stream
+ *    cut at 40 points: every file complete or absent, no leftovers.
+ *  - kill: the sender or the receiver killed (SIGKILL) at several points;
+ *    after `bfo recover` every file complete or absent; the same command
+ *    with --update then finishes the copy (equal to cp -a).
+ *  - million (root): a stream of 1,000,000 entries written by a receiver
+ *    whose peak RSS stays below 256 MiB.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "t_wutil.h"
+#include "wire.h"
+
+static bool root_user;
+
+struct env {
+	const char *tmp, *src, *ref, *rsh;
+};
+
+static unsigned cpa_flags(void)
+{
+	return root_user ? TW_CP_A | TW_TOP : (TW_CP_A & ~TW_OWNER) | TW_TOP;
+}
+
+static void expect_same(const char *ref, const char *dst, unsigned flags, const char *what)
+{
+	char msg[8192];
+	int nd = tw_tree_diff(ref, dst, flags, NULL, msg, sizeof(msg));
+
+	TW_CHECK(nd == 0, "[%s] %d differences from cp: %s", what, nd, msg);
+	nd = tw_leftovers(dst, true, msg, sizeof(msg));
+	TW_CHECK(nd == 0, "[%s] leftovers: %s", what, msg);
+}
+
+/* `bfo send SARGS | bfo recv RARGS` through bash: both exit statuses. */
+static void pipe_run(struct tw_run *r, const char *sargs, const char *rargs, int *ssend,
+		     int *srecv)
+{
+	char *cmd = t_pathf("'%s' send %s | '%s' recv %s; s=(\"${PIPESTATUS[@]}\"); "
+			    "exit $((s[0] * 16 + s[1]))", BFO_CLI, sargs, BFO_CLI, rargs);
+	char *argv[] = { "bash", "-c", cmd, NULL };
+
+	tw_run(r, NULL, 0, (uid_t)-1, (gid_t)-1, argv);
+	*ssend = r->status / 16;
+	*srecv = r->status % 16;
+	free(cmd);
+}
+
+/* ------------------------------------------------------------ pipes */
+
+static void scenario_pipes(void *arg)
+{
+	const struct env *v = arg;
+	static const char *variants[] = { "", "--durability none", "--durability each" };
+	struct tw_run r, c;
+	int s1, s2;
+
+	for (size_t k = 0; k < sizeof(variants) / sizeof(variants[0]); k++) {
+		char *dst = t_pathf("%s/pipe%zu", v->tmp, k);
+
+		pipe_run(&r, tw_fmt("-a '%s'", v->src), tw_fmt("-a %s '%s'", variants[k], dst), &s1,
+			 &s2);
+		TW_CHECK(s1 == 0 && s2 == 0 && r.err_len == 0, "[send -a | recv -a %s] exit %d/%d: %s",
+			 variants[k], s1, s2, r.err);
+		tw_run_free(&r);
+		expect_same(v->ref, dst, cpa_flags(), tw_fmt("send | recv %s", variants[k]));
+		t_sh("rm -rf '%s'", dst);
+		free(dst);
+	}
+	/* into an existing directory: DST/basename(SRC) */
+	char *into = t_path(v->tmp, "into");
+
+	tw_mkdirs(into);
+	pipe_run(&r, tw_fmt("-a '%s'", v->src), tw_fmt("-a '%s'", into), &s1, &s2);
+	TW_CHECK(s1 == 0 && s2 == 0, "[into a directory] exit %d/%d: %s", s1, s2, r.err);
+	tw_run_free(&r);
+	expect_same(v->ref, tw_fmt("%s/src", into), cpa_flags(), "into a directory");
+	/* SRC/. into an existing directory: the contents, and SRC's metadata */
+	char *dot = t_path(v->tmp, "dot"), *dotref = t_path(v->tmp, "dotref");
+
+	tw_mkdirs(dot);
+	tw_mkdirs(dotref);
+	pipe_run(&r, tw_fmt("-a '%s/.'", v->src), tw_fmt("-a '%s'", dot), &s1, &s2);
+	TW_CHECK(s1 == 0 && s2 == 0, "[SRC/.] exit %d/%d: %s", s1, s2, r.err);
+	tw_run_free(&r);
+	tw_runl(&c, "cp", "-a", tw_fmt("%s/.", v->src), dotref, (char *)NULL);
+	T_ASSERT(c.status == 0, "cp -a SRC/.: %s", c.err);
+	tw_run_free(&c);
+	expect_same(dotref, dot, cpa_flags(), "SRC/.");
+	/* several sources into a directory, as cp does it */
+	char *many = t_path(v->tmp, "many"), *manyref = t_path(v->tmp, "manyref");
+
+	tw_mkdirs(many);
+	tw_mkdirs(manyref);
+	pipe_run(&r, tw_fmt("-a '%s/a' '%s/suid' '%s/fifo'", v->src, v->src, v->src),
+		 tw_fmt("-a '%s'", many), &s1, &s2);
+	TW_CHECK(s1 == 0 && s2 == 0, "[several sources] exit %d/%d: %s", s1, s2, r.err);
+	tw_run_free(&r);
+	tw_runl(&c, "cp", "-a", tw_fmt("%s/a", v->src), tw_fmt("%s/suid", v->src),
+		tw_fmt("%s/fifo", v->src), manyref, (char *)NULL);
+	T_ASSERT(c.status == 0, "cp -a several: %s", c.err);
+	tw_run_free(&c);
+	/* (the directory's own times are its own: it took new names) */
+	expect_same(manyref, many, cpa_flags() & ~TW_TOP, "several sources");
+	/* several sources onto a path that is not a directory: exit 2 */
+	pipe_run(&r, tw_fmt("-a '%s/a' '%s/suid'", v->src, v->src),
+		 tw_fmt("-a '%s/nodir'", v->tmp), &s1, &s2);
+	TW_CHECK(s2 == 2 && strstr(r.err, "Not a directory") && !tw_exists(tw_fmt("%s/nodir", v->tmp)),
+		 "[several onto a new name] exit %d/%d: %s", s1, s2, r.err);
+	tw_run_free(&r);
+	/* one file onto a new name */
+	pipe_run(&r, tw_fmt("-a '%s/a/big.bin'", v->src), tw_fmt("-a '%s/onefile'", v->tmp), &s1, &s2);
+	TW_CHECK(s1 == 0 && s2 == 0, "[one file] exit %d/%d: %s", s1, s2, r.err);
+	tw_run_free(&r);
+	{
+		char why[256];
+		uint8_t *want;
+		uint64_t len;
+
+		T_ASSERT(t_read_plain(tw_fmt("%s/a/big.bin", v->src), &want, &len) == 0, "read big");
+		TW_CHECK(tw_file_check(AT_FDCWD, tw_fmt("%s/onefile", v->tmp), want, len, why,
+				       sizeof(why)) == 0, "[one file] %s", why);
+		free(want);
+	}
+	/* without -a: as cp -r */
+	char *rec = t_path(v->tmp, "rec"), *recref = t_path(v->tmp, "recref");
+
+	pipe_run(&r, tw_fmt("'%s'", v->src), tw_fmt("'%s'", rec), &s1, &s2);
+	TW_CHECK(s1 == 0 && s2 == 0, "[no -a] exit %d/%d: %s", s1, s2, r.err);
+	tw_run_free(&r);
+	tw_runl(&c, "cp", "-r", v->src, recref, (char *)NULL);
+	T_ASSERT(c.status == 0, "cp -r: %s", c.err);
+	tw_run_free(&c);
+	expect_same(recref, rec, TW_MODE | TW_OWNER | TW_XATTRS | TW_TOP, "send | recv without -a");
+	t_sh("rm -rf '%s' '%s' '%s' '%s' '%s' '%s' '%s' '%s/onefile'", into, dot, dotref, many,
+	     manyref, rec, recref, v->tmp);
+	free(into);
+	free(dot);
+	free(dotref);
+	free(many);
+	free(manyref);
+	free(rec);
+	free(recref);
+	t_log("send | recv: compared with cp -a and cp -r");
+	tw_checks_end();
+}
+
+/* bfo cp to and from HOST: through a remote shell that runs the far side
+ * here (t_ssh does it through a real sshd). */
+static void scenario_rsh(void *arg)
+{
+	const struct env *v = arg;
+	char *odd = t_pathf("%s/it's a $dir", v->tmp), *back = t_pathf("%s/back", v->tmp);
+	struct tw_run r;
+
+	tw_runl(&r, BFO_CLI, "cp", "-a", "--rsh", v->rsh, "--remote-bfo", BFO_CLI, v->src,
+		tw_fmt("somehost:%s", odd), (char *)NULL);
+	TW_CHECK(r.status == 0 && r.err_len == 0, "[cp -a SRC HOST:DST] exit %d: %s", r.status, r.err);
+	tw_run_free(&r);
+	expect_same(v->ref, odd, cpa_flags(), "cp -a SRC HOST:DST");
+	tw_runl(&r, BFO_CLI, "cp", "-a", "-e", v->rsh, "--remote-bfo", BFO_CLI,
+		tw_fmt("somehost:%s", odd), back, (char *)NULL);
+	TW_CHECK(r.status == 0 && r.err_len == 0, "[cp -a HOST:SRC DST] exit %d: %s", r.status, r.err);
+	tw_run_free(&r);
+	expect_same(v->ref, back, cpa_flags(), "cp -a HOST:SRC DST");
+	/* both remote, and a remote shell that is not there */
+	tw_runl(&r, BFO_CLI, "cp", "h:a", "h:b", (char *)NULL);
+	TW_CHECK(r.status == 2 && strstr(r.err, "both be remote"), "[HOST:SRC HOST:DST] exit %d: %s",
+		 r.status, r.err);
+	tw_run_free(&r);
+	tw_runl(&r, BFO_CLI, "cp", "-e", "/no/such/rsh", v->src, "h:x", (char *)NULL);
+	TW_CHECK(r.status == 2 && strstr(r.err, "cannot run"), "[missing rsh] exit %d: %s", r.status,
+		 r.err);
+	tw_run_free(&r);
+	tw_runl(&r, BFO_CLI, "cp", "-e", v->rsh, "--remote-bfo", "/no/such/bfo", v->src,
+		tw_fmt("h:%s/nothere", v->tmp), (char *)NULL);
+	TW_CHECK(r.status == 2 && strstr(r.err, "--remote-bfo") &&
+		 !tw_exists(tw_fmt("%s/nothere", v->tmp)), "[missing remote bfo] exit %d: %s", r.status,
+		 r.err);
+	tw_run_free(&r);
+	tw_runl(&r, "rm", "-rf", odd, back, (char *)NULL);
+	tw_run_free(&r);
+	free(odd);
+	free(back);
+	t_log("bfo cp through a remote shell: both ways compared with cp -a");
+	tw_checks_end();
+}
+
+/* ------------------------------------------------------------ update */
+
+/* The "N skipped" of a --stats line, or -1. */
+static long skipped_of(const char *err)
+{
+	const char *p = strstr(err, " skipped");
+
+	while (p && p > err && p[-1] >= '0' && p[-1] <= '9')
+		p--;
+	return p ? strtol(p, NULL, 10) : -1;
+}
+
+static int count_regular(const char *dir)
+{
+	struct tw_run r;
+	int n;
+
+	/* one byte per file: names may hold newlines */
+	tw_runl(&r, "sh", "-c", "find \"$1\" -type f -printf x | wc -c", "sh", dir, (char *)NULL);
+	n = atoi(r.out);
+	tw_run_free(&r);
+	return n;
+}
+
+static void scenario_update(void *arg)
+{
+	const struct env *v = arg;
+	char *src = t_path(v->tmp, "usrc"), *top = t_path(v->tmp, "udst"), *ref = t_path(v->tmp, "uref");
+	char *dst = t_path(top, "usrc");
+	struct tw_run r, c;
+	int s1, s2, files;
+
+	/* Into an existing directory, as cp: the same command again lands on
+	 * the same copy (onto a new name, a second run would copy into it). */
+	tw_mkdirs(top);
+	t_sh("cp -a '%s' '%s'", v->src, src);
+	pipe_run(&r, tw_fmt("-a '%s'", src), tw_fmt("-a '%s'", top), &s1, &s2);
+	T_ASSERT(s1 == 0 && s2 == 0, "first copy: %d/%d %s", s1, s2, r.err);
+	tw_run_free(&r);
+	files = count_regular(src);
+	/* a new file, a changed one (new bytes, new mtime) */
+	t_write_random(tw_fmt("%s/a/new.bin", src), 10000, 99);
+	t_write_random(tw_fmt("%s/a/b/f002", src), 4096, 98);
+	pipe_run(&r, tw_fmt("-a '%s'", src), tw_fmt("-a --update --stats '%s'", top), &s1, &s2);
+	TW_CHECK(s1 == 0 && s2 == 0, "[--update] exit %d/%d: %s", s1, s2, r.err);
+	/* every regular file but the changed one (the new one was not
+	 * counted); the two other names of hl_a go as hard links */
+	long sk = skipped_of(r.err);
+
+	TW_CHECK(sk == files - 1 - 2, "[--update] skipped %ld of %d files: %s", sk, files, r.err);
+	tw_run_free(&r);
+	tw_runl(&c, "cp", "-a", src, ref, (char *)NULL);
+	T_ASSERT(c.status == 0, "cp -a: %s", c.err);
+	tw_run_free(&c);
+	expect_same(ref, dst, cpa_flags() & ~TW_ATIME, "--update");
+	/* same size, same mtime, other bytes: only --checksum sees it */
+	t_sh("cp -p '%s/a/b/f002' '%s/keep' && head -c 4096 /dev/urandom > '%s/a/b/f002' && "
+	     "touch -r '%s/keep' '%s/a/b/f002' && rm '%s/keep'", src, v->tmp, src, v->tmp, src, v->tmp);
+	pipe_run(&r, tw_fmt("-a '%s'", src), tw_fmt("-a --update '%s'", top), &s1, &s2);
+	TW_CHECK(s2 == 0, "[--update, size and mtime kept] exit %d", s2);
+	tw_run_free(&r);
+	char msg[4096];
+
+	TW_CHECK(tw_tree_diff(src, dst, 0, NULL, msg, sizeof(msg)) == 1,
+		 "[--update] a change that kept size and mtime is not left alone");
+	pipe_run(&r, tw_fmt("-a '%s'", src), tw_fmt("-a --update --checksum '%s'", top), &s1, &s2);
+	TW_CHECK(s2 == 0, "[--update --checksum] exit %d: %s", s2, r.err);
+	tw_run_free(&r);
+	t_sh("rm -rf '%s' && cp -a '%s' '%s'", ref, src, ref);
+	expect_same(ref, dst, cpa_flags() & ~TW_ATIME, "--update --checksum");
+	t_sh("rm -rf '%s' '%s' '%s'", src, top, ref);
+	free(src);
+	free(top);
+	free(dst);
+	free(ref);
+	t_log("--update: unchanged files skipped, changed replaced; --checksum sees content");
+	tw_checks_end();
+}
+
+/* ------------------------------------------------------------ streams made here */
+
+struct sbuf {
+	uint8_t *p;
+	size_t len, cap;
+};
+
+static uint8_t *sb_grow(struct sbuf *b, size_t n)
+{
+	if (b->len + n > b->cap) {
+		b->cap = (b->len + n) * 2 + 4096;
+		b->p = realloc(b->p, b->cap);
+		T_ASSERT(b->p, "out of memory");
+	}
+	b->len += n;
+	return b->p + b->len - n;
+}
+
+static void sb_start(struct sbuf *b, uint32_t version)
+{
+	uint8_t *p = sb_grow(b, WIRE_START_LEN);
+
+	wire_start_put(p, WIRE_F_ARCHIVE);
+	p[8] = (uint8_t)version;
+}
+
+/* A frame of kind with meta[0..mlen) and data[0..dlen), its hash right. */
+static void sb_frame(struct sbuf *b, uint32_t kind, uint32_t count, const void *meta, size_t mlen,
+		     const void *data, size_t dlen)
+{
+	uint8_t *h = sb_grow(b, WIRE_HEAD_LEN);
+	size_t at = b->len - WIRE_HEAD_LEN;
+
+	wire_head_put(h, kind, count, mlen, dlen);
+	if (mlen)
+		memcpy(sb_grow(b, mlen), meta, mlen);
+	wire_put64(sb_grow(b, 8), wire_meta_hash(b->p + at, b->p + at + WIRE_HEAD_LEN, mlen));
+	if (dlen)
+		memcpy(sb_grow(b, dlen), data, dlen);
+}
+
+static void sb_sources(struct sbuf *b, int n, const char *const *names, const bool *dirs)
+{
+	uint8_t meta[4096];
+	size_t at = 0;
+
+	for (int i = 0; i < n; i++) {
+		struct wire_source s = { dirs[i], names[i], (uint32_t)strlen(names[i]) };
+
+		at += wire_source_put(meta + at, &s);
+	}
+	sb_frame(b, WIRE_SOURCES, (uint32_t)n, meta, at, NULL, 0);
+}
+
+/* An entry for sb_batch: a file (data), a dir, a symlink or hard link. */
+static struct wire_entry ent(uint32_t type, const char *path, const char *data_or_target)
+{
+	struct wire_entry e = { .type = type, .mode = type == BFO_WTYPE_DIR ? 0755 : 0644,
+				.mtime_sec = 1000000000, .atime_sec = 1000000000,
+				.path = path, .path_len = (uint32_t)strlen(path) };
+
+	if (type == BFO_WTYPE_FILE && data_or_target) {
+		e.data = (const uint8_t *)data_or_target;
+		e.length = e.size = strlen(data_or_target);
+		e.hash = wire_hash(e.data, e.length);
+	} else if (data_or_target) {
+		e.target = data_or_target;
+		e.target_len = (uint32_t)strlen(data_or_target);
+	}
+	return e;
+}
+
+static void sb_batch(struct sbuf *b, const struct wire_entry *e, int n)
+{
+	size_t mlen = 0, dlen = 0, m = 0, d = 0;
+	uint8_t *meta, *data;
+
+	for (int i = 0; i < n; i++) {
+		mlen += wire_entry_len(&e[i]);
+		dlen += e[i].length;
+	}
+	meta = malloc(mlen + 1);
+	data = malloc(dlen + 1);
+	T_ASSERT(meta && data, "out of memory");
+	for (int i = 0; i < n; i++) {
+		m += wire_entry_put(meta + m, &e[i]);
+		if (e[i].length)
+			memcpy(data + d, e[i].data, e[i].length);
+		d += e[i].length;
+	}
+	sb_frame(b, WIRE_BATCH, (uint32_t)n, meta, mlen, data, dlen);
+	free(meta);
+	free(data);
+}
+
+static void sb_end(struct sbuf *b, uint64_t entries)
+{
+	uint8_t meta[WIRE_END_LEN];
+	struct wire_end e = { .entries = entries };
+
+	wire_end_put(meta, &e);
+	sb_frame(b, WIRE_END, 0, meta, sizeof(meta), NULL, 0);
+}
+
+/* One source directory "d", then entries, then the end. */
+static void sb_tree(struct sbuf *b, const struct wire_entry *e, int n)
+{
+	static const char *names[] = { "d" };
+	static const bool dirs[] = { true };
+
+	sb_start(b, WIRE_VERSION);
+	sb_sources(b, 1, names, dirs);
+	sb_batch(b, e, n);
+	sb_end(b, (uint64_t)n);
+}
+
+static int recv_stream(struct tw_run *r, const struct sbuf *b, const char *dst)
+{
+	char *argv[] = { BFO_CLI, "recv", "-a", (char *)dst, NULL };
+
+	tw_run(r, b->p, b->len, (uid_t)-1, (gid_t)-1, argv);
+	return r->status;
+}
+
+/* ------------------------------------------------------------ hostile */
+
+struct hostile {
+	const char *what;
+	int exit;                   /* expected status */
+	const char *says;           /* in stderr */
+};
+
+static void hostile_check(const struct env *v, const struct sbuf *b, const struct hostile *h,
+			  const char *dst, const struct tw_snap *outside, const char *out)
+{
+	struct tw_run r;
+	char msg[4096];
+
+	recv_stream(&r, b, dst);
+	TW_CHECK(r.status == h->exit && strstr(r.err, h->says),
+		 "[%s] exit %d (want %d), stderr: %s", h->what, r.status, h->exit, r.err);
+	tw_run_free(&r);
+	TW_CHECK(tw_snap_diff(outside, out, false, msg, sizeof(msg)) == 0, "[%s] outside changed: %s",
+		 h->what, msg);
+	TW_CHECK(!tw_exists(dst) || tw_leftovers(dst, true, msg, sizeof(msg)) == 0,
+		 "[%s] leftovers: %s", h->what, msg);
+	(void)v;
+}
+
+static void scenario_hostile(void *arg)
+{
+	const struct env *v = arg;
+	char *out = t_path(v->tmp, "outside"), *dst = t_path(v->tmp, "hdst");
+	struct tw_snap *snap;
+	struct sbuf b = { 0 };
+	char target[PATH_MAX];
+
+	tw_mkdirs(tw_fmt("%s/sub", out));
+	t_write_bytes(tw_fmt("%s/victim", out), "secret", 6);
+	chmod(tw_fmt("%s/victim", out), 0600);
+	snap = tw_snapshot(out);
+	snprintf(target, sizeof(target), "%s", out);
+
+	/* not a stream, a newer version, nothing at all */
+	{
+		struct hostile h[] = { { "text", 2, "not a bfo stream" },
+				       { "version 2", 2, "newer" },
+				       { "empty", 2, "empty" } };
+
+		memcpy(sb_grow(&b, 40), "this is not what bfo send writes at all\n", 40);
+		hostile_check(v, &b, &h[0], dst, snap, out);
+		b.len = 0;
+		sb_start(&b, WIRE_VERSION + 1);
+		hostile_check(v, &b, &h[1], dst, snap, out);
+		b.len = 0;
+		hostile_check(v, &b, &h[2], dst, snap, out);
+	}
+	/* paths and links that would leave DST */
+	struct {
+		struct hostile h;
+		struct wire_entry e[3];
+		int n;
+	} cases[] = {
+		{ { "path ..", 1, "not a relative path" }, { ent(0, "../x", "evil") }, 1 },
+		{ { "path a/../../x", 1, "not a relative path" }, { ent(0, "a/../../x", "evil") }, 1 },
+		{ { "absolute path", 1, "not a relative path" },
+		  { ent(0, tw_fmt("%s/abs", out), "evil") }, 1 },
+		{ { "empty component", 1, "not a relative path" }, { ent(0, "a//b", "evil") }, 1 },
+		{ { "hard link ..", 1, "hard link target" },
+		  { ent(BFO_WTYPE_HARDLINK, "h", "../../victim") }, 1 },
+		{ { "file through a symlink the stream made", 1, "Too many levels" },
+		  { ent(BFO_WTYPE_SYMLINK, "lnk", target), ent(0, "lnk/victim", "evil") }, 2 },
+		{ { "hard link through a symlink the stream made", 1, "Too many levels" },
+		  { ent(BFO_WTYPE_SYMLINK, "lnk", target), ent(BFO_WTYPE_HARDLINK, "h", "lnk/victim") },
+		  2 },
+		{ { "dir through a symlink the stream made", 1, "Too many levels" },
+		  { ent(BFO_WTYPE_SYMLINK, "lnk", target), ent(BFO_WTYPE_DIR, "lnk/sub", NULL) }, 2 },
+		{ { "record of an unnamed source", 1, "did not name" }, { ent(0, "x", "y") }, 1 },
+		{ { "bad mode", 1, "bad mode" }, { ent(0, "x", "y") }, 1 },
+		{ { "nanoseconds", 1, "bad mode or time" }, { ent(0, "x", "y") }, 1 },
+		{ { "unknown type", 1, "unknown type" }, { ent(0, "x", "y") }, 1 },
+		{ { "data on a directory", 1, "not a file" }, { ent(BFO_WTYPE_DIR, "x", NULL) }, 1 },
+		{ { "size beyond off_t", 1, "bad size" }, { ent(0, "x", "y") }, 1 },
+		{ { "file ends before its size", 1, "ends before its size" }, { ent(0, "x", "y") }, 1 },
+		{ { "end frame miscounts", 1, "lost records" }, { ent(0, "x", "y") }, 1 },
+		{ { "symlink target with NUL", 1, "holds a NUL" }, { ent(BFO_WTYPE_SYMLINK, "s", "ab") },
+		  1 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct wire_entry *e = cases[i].e;
+		const char *w = cases[i].h.what;
+
+		b.len = 0;
+		if (!strcmp(w, "record of an unnamed source"))
+			e[0].src = 1;
+		else if (!strcmp(w, "bad mode"))
+			e[0].mode = 0177777;
+		else if (!strcmp(w, "nanoseconds"))
+			e[0].mtime_nsec = 1000000000u;
+		else if (!strcmp(w, "unknown type"))
+			e[0].type = 9;
+		else if (!strcmp(w, "data on a directory"))
+			e[0].size = e[0].length = 0, e[0].hash = 1;
+		else if (!strcmp(w, "size beyond off_t"))
+			e[0].size = UINT64_MAX;
+		else if (!strcmp(w, "file ends before its size"))
+			e[0].size = 2;
+		else if (!strcmp(w, "symlink target with NUL"))
+			e[0].target = "a\0b";
+		if (!strcmp(w, "end frame miscounts")) {
+			static const char *names[] = { "d" };
+			static const bool dirs[] = { true };
+
+			sb_start(&b, WIRE_VERSION);
+			sb_sources(&b, 1, names, dirs);
+			sb_batch(&b, e, cases[i].n);
+			sb_end(&b, 5);
+		} else {
+			sb_tree(&b, e, cases[i].n);
+		}
+		hostile_check(v, &b, &cases[i].h, dst, snap, out);
+		/* nothing of a refused record was written */
+		TW_CHECK(!tw_exists(tw_fmt("%s/x", dst)) || !strcmp(w, "end frame miscounts"),
+			 "[%s] the refused record was written", w);
+		t_sh("rm -rf '%s'", dst);
+	}
+	/* sources: a name that is not one file name; a path below a file source */
+	{
+		static const char *bad[] = { "..", "a/b", "." };
+		static const bool dirs[] = { true };
+		struct hostile h = { "source name", 2, "not one file name" };
+
+		for (size_t i = 0; i < 3; i++) {
+			b.len = 0;
+			sb_start(&b, WIRE_VERSION);
+			sb_sources(&b, 1, &bad[i], dirs);
+			sb_end(&b, 0);
+			hostile_check(v, &b, &h, dst, snap, out);
+		}
+		static const char *fname[] = { "f" };
+		static const bool notdir[] = { false };
+		struct wire_entry e = ent(0, "below", "x");
+		struct hostile h2 = { "path below a file source", 1, "not a directory" };
+
+		b.len = 0;
+		sb_start(&b, WIRE_VERSION);
+		sb_sources(&b, 1, fname, notdir);
+		sb_batch(&b, &e, 1);
+		sb_end(&b, 1);
+		hostile_check(v, &b, &h2, dst, snap, out);
+		t_sh("rm -rf '%s'", dst);
+	}
+	/* frames beyond the limits: refused from the head, before allocating */
+	{
+		struct hostile h = { "huge frame", 1, "limits" };
+		uint8_t *p;
+		static const char *names[] = { "d" };
+		static const bool dirs[] = { true };
+
+		b.len = 0;
+		sb_start(&b, WIRE_VERSION);
+		sb_sources(&b, 1, names, dirs);
+		p = sb_grow(&b, WIRE_HEAD_LEN);
+		wire_head_put(p, WIRE_BATCH, 1, 1ull << 40, 0);
+		hostile_check(v, &b, &h, dst, snap, out);
+		b.len -= WIRE_HEAD_LEN;
+		p = sb_grow(&b, WIRE_HEAD_LEN);
+		wire_head_put(p, WIRE_BATCH, WIRE_ENTRIES_MAX + 1, WIRE_META_MAX, 0);
+		h.what = "too many records";
+		h.says = "too many records";
+		hostile_check(v, &b, &h, dst, snap, out);
+		t_sh("rm -rf '%s'", dst);
+	}
+	TW_CHECK(t_sh("test \"$(cat '%s/victim')\" = secret", out) == 0, "the victim changed");
+	tw_snap_free(snap);
+	free(b.p);
+	t_sh("rm -rf '%s' '%s'", out, dst);
+	free(out);
+	free(dst);
+	t_log("hostile streams: refused with their reason, nothing outside DST touched");
+	tw_checks_end();
+}
+
+/* ------------------------------------------------------------ broken */
+
+/* Every regular file below dst equals its namesake below src or the
+ * journal says it is being written; returns the number that do not. */
+static const char *inv_src, *inv_dst;
+static int inv_bad;
+
+static int inv_visit(const char *p, const struct stat *st, int type, struct FTW *f)
+{
+	char why[256];
+	uint8_t *want;
+	uint64_t len;
+	const char *rel = p + strlen(inv_dst);
+
+	(void)f;
+	if (type != FTW_F || !S_ISREG(st->st_mode) || strstr(p, "/.bfo-journal"))
+		return 0;
+	if (t_read_plain(tw_fmt("%s%s", inv_src, rel), &want, &len) != 0) {
+		tw_check_fail(__FILE__, __LINE__, "source", "%s has no source", tw_esc(p));
+		inv_bad++;
+		return 0;
+	}
+	if (tw_file_check(AT_FDCWD, p, want, len, why, sizeof(why)) != 0) {
+		tw_check_fail(__FILE__, __LINE__, "complete", "%s torn: %s", tw_esc(p), why);
+		inv_bad++;
+	}
+	free(want);
+	return 0;
+}
+
+static int complete_or_absent(const char *src, const char *dst)
+{
+	inv_src = src;
+	inv_dst = dst;
+	inv_bad = 0;
+	nftw(dst, inv_visit, 64, FTW_PHYS);
+	return inv_bad;
+}
+
+static void scenario_broken(void *arg)
+{
+	const struct env *v = arg;
+	char *dst = t_path(v->tmp, "bdst"), *file = t_path(v->tmp, "stream");
+	struct tw_run r;
+	uint8_t *s;
+	uint64_t len, seed = 7;
+	char msg[4096];
+
+	t_sh("'%s' send -a '%s' > '%s'", BFO_CLI, v->src, file);
+	T_ASSERT(t_read_plain(file, &s, &len) == 0 && len > 1000, "stream of the tree");
+	struct sbuf b = { s, len, len };
+
+	/* cut at 40 points: every file complete or absent */
+	for (int i = 0; i < 40; i++) {
+		size_t cut = i == 0 ? WIRE_START_LEN + 3 : (size_t)t_rand_range(&seed, WIRE_START_LEN, len - 1);
+		struct sbuf c = { s, cut, cut };
+
+		recv_stream(&r, &c, dst);
+		TW_CHECK(r.status == 1 || r.status == 2, "[cut at %zu] exit %d: %s", cut, r.status, r.err);
+		TW_CHECK(strstr(r.err, "ends") != NULL, "[cut at %zu] no reason: %s", cut, r.err);
+		tw_run_free(&r);
+		TW_CHECK(complete_or_absent(v->src, dst) == 0, "[cut at %zu] torn files", cut);
+		TW_CHECK(!tw_exists(dst) || tw_leftovers(dst, true, msg, sizeof(msg)) == 0,
+			 "[cut at %zu] leftovers: %s", cut, msg);
+		t_sh("rm -rf '%s'", dst);
+	}
+	/* one data byte flipped: that file fails, named; the rest complete */
+	{
+		struct sbuf c = { malloc(len), len, len };
+
+		memcpy(c.p, s, len);
+		c.p[len - 200] ^= 0x40;          /* data of a late file of the last batch */
+		recv_stream(&r, &c, dst);
+		TW_CHECK(r.status == 1 && strstr(r.err, "Bad message"), "[data flipped] exit %d: %s",
+			 r.status, r.err);
+		tw_run_free(&r);
+		TW_CHECK(complete_or_absent(v->src, dst) == 0, "[data flipped] torn files");
+		TW_CHECK(tw_tree_diff(v->ref, dst, 0, NULL, msg, sizeof(msg)) == 1,
+			 "[data flipped] not exactly one file missing: %s", msg);
+		t_sh("rm -rf '%s'", dst);
+		/* a records byte flipped: the frame's hash fails */
+		memcpy(c.p, s, len);
+		c.p[WIRE_START_LEN + 80] ^= 1;   /* in the sources frame */
+		recv_stream(&r, &c, dst);
+		TW_CHECK(r.status == 1 && strstr(r.err, "hash"), "[records flipped] exit %d: %s",
+			 r.status, r.err);
+		tw_run_free(&r);
+		free(c.p);
+		t_sh("rm -rf '%s'", dst);
+	}
+	(void)b;
+	free(s);
+	t_sh("rm -rf '%s' '%s'", dst, file);
+	free(dst);
+	free(file);
+	t_log("broken streams: cut at 40 points and flipped bytes leave files complete or absent");
+	tw_checks_end();
+}
+
+/* ------------------------------------------------------------ kill */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* send SRC | recv -a [extra] DST as two processes; returns their pids. */
+static void spawn_pair(const char *src, const char *dst, const char *extra, pid_t *ps, pid_t *pr)
+{
+	int p[2];
+
+	T_ASSERT(pipe(p) == 0, "pipe");
+	*ps = fork();
+	T_ASSERT(*ps >= 0, "fork");
+	if (*ps == 0) {
+		dup2(p[1], 1);
+		close(p[0]);
+		close(p[1]);
+		int devnull = open("/dev/null", O_WRONLY);
+
+		dup2(devnull, 2);
+		execl(BFO_CLI, BFO_CLI, "send", "-a", src, (char *)NULL);
+		_exit(127);
+	}
+	*pr = fork();
+	T_ASSERT(*pr >= 0, "fork");
+	if (*pr == 0) {
+		dup2(p[0], 0);
+		close(p[0]);
+		close(p[1]);
+		int devnull = open("/dev/null", O_WRONLY);
+
+		dup2(devnull, 2);
+		if (*extra)
+			execl(BFO_CLI, BFO_CLI, "recv", "-a", extra, dst, (char *)NULL);
+		else
+			execl(BFO_CLI, BFO_CLI, "recv", "-a", dst, (char *)NULL);
+		_exit(127);
+	}
+	close(p[0]);
+	close(p[1]);
+}
+
+static void scenario_kill(void *arg)
+{
+	const struct env *v = arg;
+	char *src = t_path(v->tmp, "ksrc"), *top = t_path(v->tmp, "kdst"), *dst = t_path(top, "ksrc");
+	uint64_t seed = 42, t0, full;
+	struct tw_run r;
+	pid_t ps, pr;
+	char msg[4096];
+
+	/* the generated tree and 400 files of 64 KiB: long enough to kill */
+	t_sh("cp -a '%s' '%s'", v->src, src);
+	tw_mkdirs(tw_fmt("%s/bulk", src));
+	for (int i = 0; i < 400; i++)
+		t_write_random(tw_fmt("%s/bulk/%03d", src, i), 65536, 1000 + (uint64_t)i);
+	t0 = now_ns();
+	spawn_pair(src, top, "", &ps, &pr);
+	T_ASSERT(tw_wait(ps) == 0 && tw_wait(pr) == 0, "a whole send | recv");
+	full = now_ns() - t0;
+	for (int k = 0; k < 6; k++) {
+		t_sh("rm -rf '%s' && mkdir '%s'", top, top);
+		bool kill_sender = k % 2 == 0;
+		uint64_t at = t_rand_range(&seed, full / 20, full * 9 / 10);
+
+		spawn_pair(src, top, "", &ps, &pr);
+		tw_sleep_ns(at);
+		kill(kill_sender ? ps : pr, SIGKILL);
+		int ss = tw_wait(ps), sr = tw_wait(pr);
+
+		if (kill_sender)
+			TW_CHECK(sr == 1 || sr == 2 || sr == 0, "[sender killed] receiver exit %d", sr);
+		(void)ss;
+		if (!kill_sender) {
+			tw_runl(&r, BFO_CLI, "recover", top, (char *)NULL);
+			TW_CHECK(r.status == 0, "[receiver killed] recover exit %d: %s",
+				 r.status, r.err);
+			tw_run_free(&r);
+		}
+		TW_CHECK(complete_or_absent(src, dst) == 0, "[%s killed after %.0f%%] torn files",
+			 kill_sender ? "sender" : "receiver", 100.0 * (double)at / (double)full);
+		if (tw_exists(dst))
+			TW_CHECK(tw_leftovers(dst, true, msg, sizeof(msg)) == 0, "[%s killed] leftovers: %s",
+				 kill_sender ? "sender" : "receiver", msg);
+		/* the same copy with --update finishes it */
+		spawn_pair(src, top, "--update", &ps, &pr);
+		TW_CHECK(tw_wait(ps) == 0 && tw_wait(pr) == 0, "[%s killed] the --update run failed",
+			 kill_sender ? "sender" : "receiver");
+		char *ref = t_path(v->tmp, "kref");
+
+		t_sh("rm -rf '%s' && cp -a '%s' '%s'", ref, src, ref);
+		expect_same(ref, dst, cpa_flags() & ~TW_ATIME, kill_sender ?
+			    "sender killed, then --update" : "receiver killed, then --update");
+		t_sh("rm -rf '%s'", ref);
+		free(ref);
+	}
+	t_sh("rm -rf '%s' '%s'", src, top);
+	free(src);
+	free(top);
+	free(dst);
+	t_log("kills: every file complete or absent; --update then finishes the copy");
+	tw_checks_end();
+}
+
+/* ------------------------------------------------------------ million */
+
+static void scenario_million(void *arg)
+{
+	const struct env *v = arg;
+	const char *mnt;
+	char why[2048], *file = t_path(v->tmp, "million.stream");
+	struct sbuf b = { 0 };
+	struct rusage ru;
+	static const char *names[] = { "m" };
+	static const bool dirs[] = { true };
+	enum { DIRS = 1000, PER = 999 };   /* 1,000 dirs + 999,000 files */
+	struct wire_entry *e = calloc(PER + 1, sizeof(*e));
+	char (*paths)[24] = calloc(PER + 1, sizeof(*paths));
+
+	if (!root_user) {
+		t_log("not root: no loop file system for a million files; skipped");
+		free(e);
+		free(paths);
+		free(file);
+		return;
+	}
+	mnt = t_loop_fs("ext4", 1500, "-N 1100000", NULL, why, sizeof(why));
+	if (!mnt) {
+		t_log("no loop ext4 (%s): skipped", why);
+		free(e);
+		free(paths);
+		free(file);
+		return;
+	}
+	sb_start(&b, WIRE_VERSION);
+	sb_sources(&b, 1, names, dirs);
+	for (int d = 0; d < DIRS; d++) {
+		snprintf(paths[0], sizeof(paths[0]), "%04d", d);
+		e[0] = ent(BFO_WTYPE_DIR, paths[0], NULL);
+		for (int i = 1; i <= PER; i++) {
+			snprintf(paths[i], sizeof(paths[i]), "%04d/%03d", d, i);
+			e[i] = ent(0, paths[i], "");
+		}
+		sb_batch(&b, e, PER + 1);
+	}
+	sb_end(&b, (uint64_t)DIRS * (PER + 1));
+	t_write_bytes(file, b.p, b.len);
+	free(b.p);
+	char *argv[] = { BFO_CLI, "recv", "-a", (char *)tw_fmt("%s/dst", mnt), NULL };
+	pid_t pid = tw_spawn(argv, file, NULL);
+	int st = tw_wait(pid);
+
+	getrusage(RUSAGE_CHILDREN, &ru);
+	TW_CHECK(st == 0, "[a million entries] recv exit %d", st);
+	TW_CHECK(ru.ru_maxrss < 256 * 1024, "[a million entries] peak RSS %ld KiB", ru.ru_maxrss);
+	struct tw_run r;
+
+	tw_runl(&r, "sh", "-c", "find \"$1\" | wc -l", "sh", tw_fmt("%s/dst", mnt), (char *)NULL);
+	TW_CHECK(atol(r.out) == 1 + (long)DIRS * (PER + 1), "[a million entries] %s entries", r.out);
+	tw_run_free(&r);
+	t_log("a million entries: recv peak RSS %ld KiB", ru.ru_maxrss);
+	unlink(file);
+	free(file);
+	free(e);
+	free(paths);
+	tw_checks_end();
+}
+
+int main(void)
+{
+	static struct env v;
+	struct tw_run c;
+
+	t_init("t_sendrecv", 1200);
+	root_user = t_is_root();
+	umask(022);
+	v.tmp = t_tmpdir();
+	v.src = t_path(v.tmp, "src");
+	v.ref = t_path(v.tmp, "ref");
+	/* a remote shell that runs the far side here, as ssh would: the host
+	 * dropped, the rest one command line for sh */
+	v.rsh = t_path(v.tmp, "rsh");
+	{
+		static const char sh[] = "#!/bin/sh\nshift\nexec sh -c \"$*\"\n";
+
+		t_write_bytes(v.rsh, sh, sizeof(sh) - 1);
+	}
+	chmod(v.rsh, 0755);
+	int n = tw_gen_tree(v.src, 4242);
+
+	tw_runl(&c, "cp", "-a", v.src, v.ref, (char *)NULL);
+	T_ASSERT(c.status == 0, "cp -a: %s", c.err);
+	tw_run_free(&c);
+	t_log("source tree of %d entries on %s", n, tw_fstype(v.tmp));
+	t_subtest("pipes", 300, scenario_pipes, &v);
+	t_subtest("remote shell", 120, scenario_rsh, &v);
+	t_subtest("update", 120, scenario_update, &v);
+	t_subtest("hostile", 120, scenario_hostile, &v);
+	t_subtest("broken", 300, scenario_broken, &v);
+	t_subtest("kill", 300, scenario_kill, &v);
+	t_subtest("million", 600, scenario_million, &v);
+	t_done();
+	return 0;
+}
