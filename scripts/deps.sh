@@ -35,6 +35,8 @@ PACKAGES=(
   gzip
   bzip2
   xz-utils
+  openssh-server
+  openssh-client
 )
 
 case "${1:-}" in

@@ -100,7 +100,7 @@ _Noreturn void t_assert_fail(const char *file, int line, const char *cond, const
 
 /* ------------------------------------------------------------ cleanup */
 
-enum ckind { C_MOUNT, C_LOOP, C_UNLINK, C_RMDIR, C_RMTREE };
+enum ckind { C_MOUNT, C_LOOP, C_UNLINK, C_RMDIR, C_RMTREE, C_KILL };
 
 struct citem {
 	enum ckind kind;
@@ -108,6 +108,7 @@ struct citem {
 	char path[PATH_MAX];
 	dev_t img_dev;           /* C_LOOP: the backing image, to never detach */
 	ino_t img_ino;           /* a device someone else attached since */
+	pid_t pid;               /* C_KILL */
 };
 
 #define MAX_CLEANUPS 64
@@ -132,6 +133,12 @@ void t_cleanup_mount(const char *mnt) { cleanup_add(C_MOUNT, mnt, 0, 0); }
 void t_cleanup_unlink(const char *path) { cleanup_add(C_UNLINK, path, 0, 0); }
 void t_cleanup_rmdir(const char *path) { cleanup_add(C_RMDIR, path, 0, 0); }
 void t_cleanup_rmtree(const char *path) { cleanup_add(C_RMTREE, path, 0, 0); }
+
+void t_cleanup_kill(pid_t pid)
+{
+	cleanup_add(C_KILL, "", 0, 0);
+	cleanups[ncleanups - 1].pid = pid;
+}
 
 static void loop_add(const char *dev, const char *image)
 {
@@ -208,6 +215,21 @@ static void run_cleanups(bool in_signal)
 		case C_RMDIR:
 			rmdir(c->path);
 			break;
+		case C_KILL: {
+			/* async-signal-safe: kill, waitpid, nanosleep */
+			struct timespec ts = { 0, 20 * 1000 * 1000 };
+			pid_t w = 0;
+
+			if (c->pid <= 0 || kill(c->pid, SIGTERM) < 0)
+				break;
+			for (int k = 0; k < 250 && (w = waitpid(c->pid, NULL, WNOHANG)) == 0; k++)
+				nanosleep(&ts, NULL);
+			if (w == 0) {
+				kill(c->pid, SIGKILL);
+				waitpid(c->pid, NULL, 0);
+			}
+			break;
+		}
 		case C_RMTREE:
 			if (in_signal) {
 				pid_t pid = fork();

@@ -73,6 +73,9 @@ void t_cleanup_loop(const char *dev);       /* detach a loop device */
 void t_cleanup_unlink(const char *path);    /* unlink a file */
 void t_cleanup_rmdir(const char *path);     /* rmdir an (empty) directory */
 void t_cleanup_rmtree(const char *path);    /* rm -rf */
+/* SIGTERM (SIGKILL after 5 s) and reap a child of this process, e.g. a
+ * server a test started; the test must not reap it itself before. */
+void t_cleanup_kill(pid_t pid);
 /* Run every registered cleanup now (also done at exit). */
 void t_cleanup_now(void);
 

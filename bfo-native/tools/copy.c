@@ -160,6 +160,9 @@ static char **far_argv(const struct cp_args *a, bool recv, const char *const *pa
 		v[k++] = (char *)cli_durabilities[a->wo.durability];
 		v[k++] = "--write-engine";
 		v[k++] = (char *)cli_wengines[a->wo.engine];
+		/* What was written and skipped is known there: its line. */
+		if (a->stats)
+			v[k++] = "--stats";
 	}
 	v[k++] = "--";
 	for (unsigned i = 0; i < n; i++)

@@ -54,8 +54,11 @@ void copy_ui_end(struct copy_ui *ui, struct bfo_copier *c, bool stats)
 	if (!stats)
 		return;
 	fprintf(stderr, "bfo %s: %" PRIu64 " files, %" PRIu64 " other entries, %.1f MB, %" PRIu64
-		" errors, %" PRIu64 " skipped in %.3f s", ui->cmd, st.files, st.others,
-		(double)st.bytes / 1e6, st.errors, st.skipped, (double)st.ns_total / 1e9);
+		" errors", ui->cmd, st.files, st.others, (double)st.bytes / 1e6, st.errors);
+	/* Only the writing side skips (--update): a sender does not know. */
+	if (ui->writes)
+		fprintf(stderr, ", %" PRIu64 " skipped", st.skipped);
+	fprintf(stderr, " in %.3f s", (double)st.ns_total / 1e9);
 	if (st.read_engine)
 		fprintf(stderr, "; read engine %s", bfo_engine_name((int)st.read_engine));
 	if (ui->writes)
