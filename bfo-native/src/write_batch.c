@@ -111,11 +111,6 @@ static void link_pass(struct wbatch *b)
 			/* REPLACE: the new link takes the name atomically. */
 			ret = -errno;
 			unlinkat(dfd, tmp, 0);
-		} else if (tmp) {
-			/* rename(2) does nothing when both names are links of
-			 * one file (the name already was this link, e.g. its
-			 * file skipped by an update): the temporary stays. */
-			unlinkat(dfd, tmp, 0);
 		}
 		if (sfd >= 0)
 			close(sfd);
