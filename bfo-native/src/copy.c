@@ -191,6 +191,40 @@ void copy_who_init(struct copy_who *who, bool archive)
 	who->umask = process_umask();
 }
 
+bool copy_unchanged(struct bfo_copier *c, int rootfd, const char *path, uint64_t size,
+		    int64_t msec, uint32_t mnsec, const void *data)
+{
+	struct stat st;
+	bool same;
+
+	if (rootfd < 0 || fstatat(rootfd, path, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !S_ISREG(st.st_mode) || (uint64_t)st.st_size != size)
+		return false;
+	if (!(c->flags & BFO_COPY_CHECKSUM)) {
+		same = st.st_mtim.tv_sec == msec && (uint64_t)st.st_mtim.tv_nsec == mnsec;
+	} else {
+		/* The content, whatever the times; a file in pieces (no data
+		 * whole here) is copied again. */
+		int fd = data ? openat(rootfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+		char buf[65536];
+		uint64_t at = 0;
+		ssize_t k = 0;
+
+		while (fd >= 0 && at < size && (k = read(fd, buf, MIN(sizeof(buf), size - at))) > 0 &&
+		       !memcmp(buf, (const char *)data + at, (size_t)k))
+			at += (uint64_t)k;
+		same = fd >= 0 && at == size;
+		if (fd >= 0)
+			close(fd);
+	}
+	if (same) {
+		pthread_mutex_lock(&c->lock);
+		c->st.skipped++;
+		pthread_mutex_unlock(&c->lock);
+	}
+	return same;
+}
+
 /* A sender passes the source's metadata on whole: the receiver decides
  * what its copy may take. */
 static void meta_from(struct bfo_copier *c, struct bfo_wentry *e, uint32_t mode, uint32_t uid,
@@ -415,6 +449,13 @@ static void on_read(struct bfo_copier *c, struct bfo_file *f)
 	}
 	if (c->archive && f->nlink > 1 && f->offset == 0 && link_to_copy(c, f, dest, last))
 		goto done;
+	if ((c->flags & BFO_COPY_UPDATE) && f->offset == 0 &&
+	    copy_unchanged(c, c->dst_fd, dest, f->size, f->mtime_sec, f->mtime_nsec,
+			   last ? f->data : NULL)) {
+		if (!last && grow((void **)&c->skip, &c->capskip, c->nskip + 1, sizeof(*c->skip)))
+			c->skip[c->nskip++] = f->index;   /* its later pieces too */
+		goto done;
+	}
 	if (!(e = add(c)))
 		goto done;
 	e->path = dest;
@@ -716,6 +757,7 @@ static void run_reset(struct bfo_copier *c)
 	copy_who_init(&c->who, c->archive);
 	c->oom = false;
 	c->send_err = 0;
+	c->dst_fd = -1;
 	c->reading = false;
 }
 
@@ -775,6 +817,7 @@ static int run_open(struct bfo_copier *c, struct run *r)
 	 * goes to the directory the writer opened, not to whatever has its
 	 * name by the end. */
 	r->root_fd = writer_root_fd(c->w);
+	c->dst_fd = r->root_fd;
 	ret = bfo_ctx_create(&c->rctx, &c->ro);
 	if (ret) {
 		bfo_writer_close(c->w);

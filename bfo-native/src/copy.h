@@ -16,7 +16,6 @@
 
 struct wire_out;
 
-
 /* Who makes the copy, which decides what metadata it may take. */
 struct copy_who {
 	bool archive;               /* cp -a, else cp -r */
@@ -85,9 +84,19 @@ struct bfo_copier {
 	bool oom;
 	bool reading;               /* a read batch was started */
 	int send_err;               /* the stream could not be written */
+	int dst_fd;                 /* the writer's root, for BFO_COPY_UPDATE (not owned) */
 };
 
 void copy_who_init(struct copy_who *who, bool archive);
+
+/*
+ * BFO_COPY_UPDATE: is the file at path (below rootfd, not followed) already
+ * a copy of a source file of this size and mtime (with BFO_COPY_CHECKSUM:
+ * this size and these bytes, data being the whole file, or NULL for a file
+ * in pieces, which is then copied again)?  true counts it as skipped.
+ */
+bool copy_unchanged(struct bfo_copier *c, int rootfd, const char *path, uint64_t size,
+		    int64_t msec, uint32_t mnsec, const void *data);
 
 /* An entry failed: counted, and named through the error callback. */
 void copy_report(struct bfo_copier *c, const char *path, int status);

@@ -335,31 +335,6 @@ static void drop_add(struct rx *x, const char *path)
 		free(d);
 }
 
-/* --update: is the copy at path already this file? */
-static bool same_file(struct rx *x, const char *path, const struct wire_entry *w)
-{
-	struct stat st;
-	bool same;
-
-	if (x->root_fd < 0 || fstatat(x->root_fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-	    !S_ISREG(st.st_mode) || (uint64_t)st.st_size != w->size)
-		return false;
-	if (!(x->c->flags & BFO_COPY_CHECKSUM))
-		return st.st_mtim.tv_sec == w->mtime_sec &&
-		       (uint64_t)st.st_mtim.tv_nsec == w->mtime_nsec;
-	if (w->flags & WIRE_E_MORE)
-		return false;              /* content of a file in pieces: copied again */
-	int fd = openat(x->root_fd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	void *b = fd >= 0 && w->size ? malloc(w->size) : NULL;
-
-	same = fd >= 0 && (!w->size || (b && read_full(fd, b, w->size) == (ssize_t)w->size &&
-					 wire_hash(b, w->size) == w->hash));
-	free(b);
-	if (fd >= 0)
-		close(fd);
-	return same;
-}
-
 /* A file record: false when it is not to be written (skipped, dropped,
  * or failed its hash). */
 static bool file_entry(struct rx *x, const struct wire_entry *w, struct bfo_wentry *e)
@@ -384,12 +359,10 @@ static bool file_entry(struct rx *x, const struct wire_entry *w, struct bfo_went
 		return true;
 	}
 	if (!w->offset && (x->c->flags & BFO_COPY_UPDATE) && !(w->flags & WIRE_E_ABORT) &&
-	    same_file(x, e->path, w)) {
+	    copy_unchanged(x->c, x->root_fd, e->path, w->size, w->mtime_sec, w->mtime_nsec,
+			   w->flags & WIRE_E_MORE ? NULL : w->data)) {
 		if (w->flags & WIRE_E_MORE)
 			drop_add(x, e->path);
-		pthread_mutex_lock(&x->c->lock);
-		x->c->st.skipped++;
-		pthread_mutex_unlock(&x->c->lock);
 		return false;
 	}
 	e->data = w->data;

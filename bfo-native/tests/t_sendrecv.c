@@ -9,9 +9,9 @@
  *    a new name, SRC/., several sources, one file, --durability none and
  *    each; without -a it equals `cp -r`; bfo cp through a remote shell that
  *    runs the far side locally (--rsh) both ways, names quoted for it.
- *  - update: a second run with --update skips every unchanged file and
- *    replaces the changed ones; --checksum catches a change that kept size
- *    and mtime.
+ *  - update: a second run with --update (recv, and a local bfo cp) skips
+ *    every unchanged file and replaces the changed ones; --checksum
+ *    catches a change that kept size and mtime.
  *  - hostile: streams made here, each frame's hash correct, break one rule
  *    each (paths with "..", absolute, empty components; sources named ".."
  *    or "a/b"; a hard link or a file through a symbolic link the stream
@@ -260,6 +260,13 @@ static void scenario_update(void *arg)
 	pipe_run(&r, tw_fmt("-a '%s'", src), tw_fmt("-a '%s'", top), &s1, &s2);
 	T_ASSERT(s1 == 0 && s2 == 0, "first copy: %d/%d %s", s1, s2, r.err);
 	tw_run_free(&r);
+	/* and a local bfo cp of it, updated below the same way */
+	char *ltop = t_path(v->tmp, "ludst"), *ldst = t_path(ltop, "usrc");
+
+	tw_mkdirs(ltop);
+	tw_runl(&r, BFO_CLI, "cp", "-a", src, ltop, (char *)NULL);
+	T_ASSERT(r.status == 0, "first local copy: %s", r.err);
+	tw_run_free(&r);
 	files = count_regular(src);
 	/* a new file, a changed one (new bytes, new mtime) */
 	t_write_random(tw_fmt("%s/a/new.bin", src), 10000, 99);
@@ -272,10 +279,16 @@ static void scenario_update(void *arg)
 
 	TW_CHECK(sk == files - 1 - 2, "[--update] skipped %ld of %d files: %s", sk, files, r.err);
 	tw_run_free(&r);
+	tw_runl(&r, BFO_CLI, "cp", "-a", "--update", "--stats", src, ltop, (char *)NULL);
+	sk = skipped_of(r.err);
+	TW_CHECK(r.status == 0 && sk == files - 1 - 2, "[cp --update] exit %d, skipped %ld of %d: %s",
+		 r.status, sk, files, r.err);
+	tw_run_free(&r);
 	tw_runl(&c, "cp", "-a", src, ref, (char *)NULL);
 	T_ASSERT(c.status == 0, "cp -a: %s", c.err);
 	tw_run_free(&c);
 	expect_same(ref, dst, cpa_flags() & ~TW_ATIME, "--update");
+	expect_same(ref, ldst, cpa_flags() & ~TW_ATIME, "cp --update");
 	/* same size, same mtime, other bytes: only --checksum sees it */
 	t_sh("cp -p '%s/a/b/f002' '%s/keep' && head -c 4096 /dev/urandom > '%s/a/b/f002' && "
 	     "touch -r '%s/keep' '%s/a/b/f002' && rm '%s/keep'", src, v->tmp, src, v->tmp, src, v->tmp);
@@ -286,12 +299,22 @@ static void scenario_update(void *arg)
 
 	TW_CHECK(tw_tree_diff(src, dst, 0, NULL, msg, sizeof(msg)) == 1,
 		 "[--update] a change that kept size and mtime is not left alone");
+	tw_runl(&r, BFO_CLI, "cp", "-a", "--update", src, ltop, (char *)NULL);
+	TW_CHECK(r.status == 0 && tw_tree_diff(src, ldst, 0, NULL, msg, sizeof(msg)) == 1,
+		 "[cp --update] a change that kept size and mtime is not left alone: %s", msg);
+	tw_run_free(&r);
 	pipe_run(&r, tw_fmt("-a '%s'", src), tw_fmt("-a --update --checksum '%s'", top), &s1, &s2);
 	TW_CHECK(s2 == 0, "[--update --checksum] exit %d: %s", s2, r.err);
 	tw_run_free(&r);
+	tw_runl(&r, BFO_CLI, "cp", "-a", "--update", "--checksum", src, ltop, (char *)NULL);
+	TW_CHECK(r.status == 0, "[cp --update --checksum] exit %d: %s", r.status, r.err);
+	tw_run_free(&r);
 	t_sh("rm -rf '%s' && cp -a '%s' '%s'", ref, src, ref);
 	expect_same(ref, dst, cpa_flags() & ~TW_ATIME, "--update --checksum");
-	t_sh("rm -rf '%s' '%s' '%s'", src, top, ref);
+	expect_same(ref, ldst, cpa_flags() & ~TW_ATIME, "cp --update --checksum");
+	t_sh("rm -rf '%s' '%s' '%s' '%s'", src, top, ref, ltop);
+	free(ltop);
+	free(ldst);
 	free(src);
 	free(top);
 	free(dst);
