@@ -42,6 +42,7 @@ public abstract class FileBatch implements Iterator<FileData>, Iterable<FileData
     private boolean cleaned;
     volatile boolean closed;
     private volatile Thread busy;      // the thread inside hasNext(), if any
+    private volatile Thread owner;     // the thread that iterates (its first hasNext())
 
     FileBatch() {
     }
@@ -107,6 +108,9 @@ public abstract class FileBatch implements Iterator<FileData>, Iterable<FileData
         }
         if (done) {
             return false;
+        }
+        if (owner == null) {
+            owner = Thread.currentThread();
         }
         busy = Thread.currentThread();
         try {
@@ -230,8 +234,14 @@ public abstract class FileBatch implements Iterator<FileData>, Iterable<FileData
             cancelAsync();
             return;
         }
-        current = null;
-        lookahead = null;
+        // Only the iterating thread moves its entries: one closing from
+        // another thread between that thread's hasNext() and next() must
+        // not take away the entry hasNext() promised (next() would throw
+        // NoSuchElementException); it stays, invalidated above.
+        if (owner == null || owner == Thread.currentThread()) {
+            current = null;
+            lookahead = null;
+        }
         if (claimCleanup()) {
             doClose();
         }
