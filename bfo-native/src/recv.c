@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -46,6 +47,8 @@ struct rx {
 	uint32_t nsources;
 	pthread_t thread;
 	bool started;
+	bool stop;                  /* the writing side is done: the reader ends */
+	int stopfd[2];              /* its wakeup while it waits for the stream */
 	pthread_mutex_t m;
 	pthread_cond_t cv;
 	uint64_t produced, consumed;
@@ -71,12 +74,21 @@ struct rx {
 /* ------------------------------------------------------------ reading */
 
 /* len bytes, or fewer only at the end of the stream.  Returns the count
- * read, or -errno. */
-static ssize_t read_full(int fd, void *p, size_t len)
+ * read, or -errno (-ECANCELED: stopfd became readable first, when >= 0). */
+static ssize_t read_full(int fd, void *p, size_t len, int stopfd)
 {
 	size_t got = 0;
 
 	while (got < len) {
+		struct pollfd pf[2] = { { fd, POLLIN, 0 }, { stopfd, POLLIN, 0 } };
+
+		if (stopfd >= 0 && poll(pf, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (stopfd >= 0 && (pf[1].revents & POLLIN))
+			return -ECANCELED;
 		ssize_t k = read(fd, (char *)p + got, len - got);
 
 		if (k == 0)
@@ -94,7 +106,7 @@ static ssize_t read_full(int fd, void *p, size_t len)
 /* Read exactly len bytes: 0, or -errno with why. */
 static int take(struct rx *x, void *p, size_t len, const char **why)
 {
-	ssize_t k = read_full(x->fd, p, len);
+	ssize_t k = read_full(x->fd, p, len, x->stopfd[0]);
 
 	if (k == (ssize_t)len)
 		return 0;
@@ -111,7 +123,7 @@ static int read_frame(struct rx *x, struct slot *s)
 	size_t len;
 	int ret;
 
-	k = read_full(x->fd, s->buf, WIRE_HEAD_LEN);
+	k = read_full(x->fd, s->buf, WIRE_HEAD_LEN, x->stopfd[0]);
 	if (k == 0) {
 		s->eof = true;
 		return 0;
@@ -171,25 +183,21 @@ static int read_frame(struct rx *x, struct slot *s)
 	return wire_entries_parse(meta, data, f, x->nsources, s->ents, &s->why);
 }
 
-/* Unlocks the queue when the reader is cancelled inside a wait. */
-static void unlock_cleanup(void *m)
-{
-	pthread_mutex_unlock(m);
-}
-
 static void *reader(void *arg)
 {
 	struct rx *x = arg;
 
 	for (;;) {
 		struct slot *s;
-		bool last;
+		bool last, stop;
 
 		pthread_mutex_lock(&x->m);
-		pthread_cleanup_push(unlock_cleanup, &x->m);
-		while (x->produced - x->consumed == NSLOTS)
+		while (x->produced - x->consumed == NSLOTS && !x->stop)
 			pthread_cond_wait(&x->cv, &x->m);
-		pthread_cleanup_pop(1);
+		stop = x->stop;
+		pthread_mutex_unlock(&x->m);
+		if (stop)
+			return NULL;
 		s = &x->slot[x->produced % NSLOTS];
 		s->eof = false;
 		s->why = NULL;
@@ -541,7 +549,7 @@ static int read_start(struct rx *x)
 {
 	uint8_t b[WIRE_START_LEN];
 	const char *why = NULL;
-	ssize_t k = read_full(x->fd, b, sizeof(b));
+	ssize_t k = read_full(x->fd, b, sizeof(b), -1);
 	int ret;
 
 	if (k < 0) {
@@ -595,6 +603,8 @@ static int recv_run(struct bfo_copier *c, struct rx *x, const char *dst)
 		if (!(x->slot[i].buf = malloc(WIRE_HEAD_LEN)))
 			return -ENOMEM;
 	}
+	if (pipe2(x->stopfd, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -errno;
 	if (pthread_create(&x->thread, NULL, reader, x))
 		return -EAGAIN;
 	x->started = true;
@@ -615,7 +625,8 @@ static int recv_run(struct bfo_copier *c, struct rx *x, const char *dst)
 
 BFO_API int bfo_copier_recv(struct bfo_copier *c, int fd, const char *dst)
 {
-	struct rx x = { .c = c, .fd = fd, .nsources = UINT32_MAX, .root_fd = -1 };
+	struct rx x = { .c = c, .fd = fd, .nsources = UINT32_MAX, .root_fd = -1,
+			.stopfd = { -1, -1 } };
 	int ret;
 
 	if (!c || fd < 0 || !dst || !*dst)
@@ -631,9 +642,20 @@ BFO_API int bfo_copier_recv(struct bfo_copier *c, int fd, const char *dst)
 	pthread_cond_init(&x.cv, NULL);
 	ret = recv_run(c, &x, dst);
 	if (x.started) {
-		pthread_cancel(x.thread);    /* blocked in read() when we stopped early */
+		/* The reader may wait for a slot or for the stream (when this
+		 * side stopped early): both wake it. */
+		pthread_mutex_lock(&x.m);
+		x.stop = true;
+		pthread_cond_broadcast(&x.cv);
+		pthread_mutex_unlock(&x.m);
+		if (write(x.stopfd[1], "", 1) < 0) {
+			/* a full pipe already wakes it */
+		}
 		pthread_join(x.thread, NULL);
 	}
+	for (int i = 0; i < 2; i++)
+		if (x.stopfd[i] >= 0)
+			close(x.stopfd[i]);
 	if (c->w) {
 		bfo_writer_stats(c->w, &x.wst);
 		bfo_writer_close(c->w);

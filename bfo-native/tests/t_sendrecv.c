@@ -846,7 +846,9 @@ static void scenario_million(void *arg)
 	struct rusage ru;
 	static const char *names[] = { "m" };
 	static const bool dirs[] = { true };
-	enum { DIRS = 1000, PER = 999 };   /* 1,000 dirs + 999,000 files */
+	/* 1,000 dirs + 999,000 files; a tenth under ASan, whose shadow memory
+	 * and quarantine make RSS say nothing about the receiver's bound */
+	enum { DIRS = T_ASAN ? 100 : 1000, PER = 999 };
 	struct wire_entry *e = calloc(PER + 1, sizeof(*e));
 	char (*paths)[24] = calloc(PER + 1, sizeof(*paths));
 
@@ -885,7 +887,8 @@ static void scenario_million(void *arg)
 
 	getrusage(RUSAGE_CHILDREN, &ru);
 	TW_CHECK(st == 0, "[a million entries] recv exit %d", st);
-	TW_CHECK(ru.ru_maxrss < 256 * 1024, "[a million entries] peak RSS %ld KiB", ru.ru_maxrss);
+	TW_CHECK(T_ASAN || ru.ru_maxrss < 256 * 1024, "[a million entries] peak RSS %ld KiB",
+		 ru.ru_maxrss);
 	struct tw_run r;
 
 	tw_runl(&r, "sh", "-c", "find \"$1\" | wc -l", "sh", tw_fmt("%s/dst", mnt), (char *)NULL);
