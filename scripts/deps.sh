@@ -28,6 +28,9 @@ PACKAGES=(
   util-linux
   tar
   rsync
+  openssh-client
+  openssh-server
+  iproute2
   python3
   python3-matplotlib
   strace

@@ -28,7 +28,7 @@ def draw_bench(results, png):
                                                      * len(sets) + 0.6 * len(sets)), squeeze=False)
     cache = results.get("cache", "cold")
     scenario = results.get("scenario", "read")
-    base_name = {"w1": "plain-write-sync", "m1": "bfo-cp"}.get(scenario, "plain-1t")
+    base_name = {"w1": "plain-write-sync", "m1": "bfo-cp", "m2": "bfo-cp-ssh"}.get(scenario, "plain-1t")
     for ax, s in zip(axes[:, 0], sets):
         ms = list(s["methods"].values())
         # a method timed on a subset (W1's fsync-per-file baseline) is drawn extrapolated to the whole set
@@ -50,19 +50,20 @@ def draw_bench(results, png):
                         va="center", fontsize=8, color="#666666")
                 continue
             lab = f"  {v:.2f}s"
-            if base and scenario == "m1":
-                lab += f"  ({v / base:.1f}x bfo-cp's time)"
+            if base and scenario in ("m1", "m2"):
+                lab += f"  ({v / base:.1f}x {base_name}'s time)"
             elif base and scenario == "w1":
                 lab += f"  ({v / base:.2f}x {base_name})"
             elif base:
                 lab += f"  ({base / v:.1f}x vs {base_name})"
             ax.text((m.get("max") or v / k) * k, yy, lab, va="center", fontsize=8)
         ax.set_xlabel(f"seconds, median (whiskers: min-max), {cache} cache")
-        where = {"w1": f" written on {s.get('fs')}", "m1": f" copied {s.get('src_fs')} -> {s.get('fs')}"}
+        where = {"w1": f" written on {s.get('fs')}", "m1": f" copied {s.get('src_fs')} -> {s.get('fs')}",
+                 "m2": f" copied over ssh (1 Gbit/s) {s.get('src_fs')} -> {s.get('fs')}"}
         ax.set_title(f"{s['set']}: {s['files']:,} files, {s['bytes'] / 1e6:,.0f} MB{where.get(scenario, '')}",
                      fontsize=10)
         ax.set_xlim(0, max((m.get("max") or 0) * k for m, k in zip(ms, sc)) * 1.5)
-    title = {"w1": "W1 write", "m1": "M1 copy"}.get(scenario, "read")
+    title = {"w1": "W1 write", "m1": "M1 copy", "m2": "M2 copy between machines"}.get(scenario, "read")
     fig.suptitle(f"BFO {title} benchmark - {results.get('started', '')} - "
                  f"{results['machine'].get('kernel', '')}, {results['machine'].get('cpu_count')} CPUs",
                  fontsize=10)

@@ -1,7 +1,8 @@
 """The scenarios that run methods of harness/methods.py on set images: read (every set), W1 (write the 4k
-set's files onto fresh file systems) and M1 (copy sets onto a fresh file system). One shell for the three:
-argument checks, the bfo binary and its snapshot, the results directory, the scratch directory and the
-interrupted/error paths; the loops are run_read here and scenarios.run_w1 / run_m1."""
+set's files onto fresh file systems), M1 (copy sets onto a fresh file system) and M2 (copy sets to another
+machine over ssh, onto a fresh file system there). One shell for the four: argument checks, the bfo binary
+and its snapshot, the results directory, the scratch directory and the interrupted/error paths; the loops
+are scenarios.run_read / run_w1 / run_m1 / run_m2."""
 
 import os
 import shutil
@@ -17,6 +18,7 @@ from .workspace import WorkdirLock
 
 QUICK_FILES = 20_000
 M1_SETS = ("4k", "mixed")
+M2_SETS = ("4k", "mixed")
 
 
 def _plan(args):
@@ -24,8 +26,9 @@ def _plan(args):
     sc = args.scenario
     if sc == "read":
         set_names = args.sets.split(",") if args.sets else (["4k"] if args.quick else list(sets.REGISTRY))
-    elif sc == "m1":
-        set_names = args.sets.split(",") if args.sets else (["4k"] if args.quick else list(M1_SETS))
+    elif sc in ("m1", "m2"):
+        set_names = args.sets.split(",") if args.sets else (["4k"] if args.quick else
+                                                            list(M1_SETS if sc == "m1" else M2_SETS))
     else:
         if args.sets and args.sets != "4k":
             raise SystemExit("w1 writes the 4k set's files (--files N to scale); use --fs for the file systems")
@@ -49,7 +52,7 @@ def _plan(args):
 
 
 def run(args):
-    """bench --scenario read / w1 / m1. Returns the exit status."""
+    """bench --scenario read / w1 / m1 / m2. Returns the exit status."""
     root = util.is_root()
     cache = "cold" if root else "warm"
     sc = args.scenario
@@ -57,6 +60,9 @@ def run(args):
     set_names, fs_list, dest_fs, chosen, repeat, files_4k = (p.set_names, p.fs_list, p.dest_fs, p.chosen,
                                                              p.repeat, p.files_4k)
 
+    if sc == "m2" and not root:
+        util.log("ERROR: M2 needs root (a network namespace, a veth pair, qdiscs, an sshd, loop file systems)")
+        return 2
     if not root:
         util.log("NOT ROOT: no image, no cache dropping. Results are WARM-CACHE (data in the page cache), "
                  "the raw engine and device-seq are unavailable. Run as root for cold-cache numbers.")
@@ -89,13 +95,14 @@ def run(args):
                               "reason": bfo.reason}
             outdir = report.results_dir(args.results_dir, workdir, suffix="" if sc == "read" else f"-{sc}")
             util.log(f"results: {outdir}")
-            title = {"read": "read", "w1": "W1 write", "m1": "M1 copy"}[sc]
+            title = {"read": "read", "w1": "W1 write", "m1": "M1 copy", "m2": "M2 copy between machines"}[sc]
             md = [f"# BFO {title} benchmark, {results['started']}\n",
                   f"{results['machine']['os']}, kernel {results['machine']['kernel']}, "
                   f"{results['machine']['cpu_count']} CPUs ({results['machine']['cpu_model']}), "
                   f"{(results['machine']['mem_bytes'] or 0) / 2**30:.0f} GiB; {cache} cache; repeat {repeat}; "
                   f"bfo: {bfo.version or bfo.reason}\n",
-                  (report.legend(cache) if sc == "read" else report.wm_legend(cache, sc)) + "\n"]
+                  (report.legend(cache) if sc == "read" else
+                   report.m2_legend(cache) if sc == "m2" else report.wm_legend(cache, sc)) + "\n"]
             scratch = workdir / f"scratch-{os.getpid()}"
             scratch.mkdir(exist_ok=True)
             try:
@@ -108,6 +115,9 @@ def run(args):
                 elif sc == "m1":
                     failed = scenarios.run_m1(set_names=set_names, files_4k=files_4k, src_fs=fs_list[0],
                                               dest_fs=dest_fs, extras=not args.no_extras, keep=args.keep, **common)
+                elif sc == "m2":
+                    failed = scenarios.run_m2(set_names=set_names, files_4k=files_4k, src_fs=fs_list[0],
+                                              dest_fs=dest_fs, keep=args.keep, **common)
                 else:
                     failed = scenarios.run_read(set_names=set_names, files_4k=files_4k, fs=fs_list[0],
                                                 keep=args.keep, **common)

@@ -1,5 +1,6 @@
 """The registry of methods. A method = a name, a scenario ("read", "w1":
-write many small files durably, "m1": copy a tree),
+write many small files durably, "m1": copy a tree, "m2": copy a tree to
+another machine over ssh),
 a function returning the timed command (argv list, run as one process and
 timed wall-clock by the harness), how to tell whether it can run, how to pull
 its statistics out of the run's output, and how to verify (untimed) that it
@@ -16,6 +17,7 @@ written, then the destination is released).
 import json
 import os
 import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
@@ -61,7 +63,7 @@ class Method:
     capture_stdout: bool = False                # False: stdout goes to /dev/null during timed runs
     prepare: Optional[Callable[[Ctx], None]] = None
     after: Optional[Callable[[Ctx, util.Result], Optional[str]]] = None   # -> error of a check, or None
-    scenario: str = "read"                      # read | w1 | m1
+    scenario: str = "read"                      # read | w1 | m1 | m2
     stdin: Optional[Callable[[Ctx], Path]] = None     # file the timed command reads on stdin
     warm: Optional[Callable[[Ctx], list]] = None      # files read into the page cache after the cache drop
     files: Optional[Callable[[Ctx], int]] = None      # files one timed run handles (default: the set's)
@@ -480,6 +482,166 @@ register(_m1("tar-sync",
              _sh('mkdir "$2" && tar --format=posix -C "$1" -cf - . | tar -C "$2" -xf - && sync -f "$2"'),
              avail=lambda ctx: None if util.which("tar") else "tar not installed"))
 
+
+
+# ==========================================================================
+# M2: copy a tree to another machine over ssh (scenario "m2")
+# ==========================================================================
+# The other machine is harness/remote.py's network namespace (veth pair,
+# 1 Gbit/s tbf each way, its own sshd), ctx.extra["machine"]. SRC is the
+# set's directory on its image; DST is DEST/m2, an empty directory made on a
+# brand-new file system before every run (the receiver's); every method
+# copies SRC into DST, so the copy is DST/<set name>. Every timed command
+# ends with `sync -f DST` (syncfs of the receiver's file system; bfo recv is
+# durable by itself, the sync is there for all alike). Same ssh options for
+# every method (remote.RemoteMachine.ssh_opts): no cipher or compression
+# choice, the user's defaults.
+M2_DST = "m2"
+
+
+def _m2_dst(ctx):
+    return ctx.dest.root / M2_DST
+
+
+def _m2_copy(ctx):
+    return _m2_dst(ctx) / ctx.set_name
+
+
+def _m2_machine(ctx):
+    return ctx.extra["machine"]
+
+
+def _m2_far(ctx):
+    """[USER@]HOST:DST of the copy methods (the path as the far side's shell sees it)."""
+    m = _m2_machine(ctx)
+    return f"{m.login}:{_m2_dst(ctx)}"
+
+
+def _m2_sync(argv):
+    """argv, then (when it succeeded) sync -f DST; pipefail on. DST is $1, argv follows."""
+    return lambda ctx: ["bash", "-c", 'set -o pipefail; d="$1"; shift; "$@" && sync -f "$d"', "bash",
+                        _m2_dst(ctx), *argv(ctx)]
+
+
+def _m2_only_copy(ctx):
+    """DST holds the copy and nothing else. -> None or what is wrong."""
+    there = sorted(os.listdir(_m2_dst(ctx)))
+    return None if there == [ctx.set_name] else f"{_m2_dst(ctx)} holds {there[:5]}, expected [{ctx.set_name!r}]"
+
+
+def _m2_new_dest(ctx):
+    ctx.dest.new()
+    os.mkdir(_m2_dst(ctx), 0o755)
+
+
+def _m2(name, description, group, cmd, *, stats=None, note=None, avail=None, mtime_res_ns=1):
+    def prepare(ctx):
+        _m2_new_dest(ctx)
+
+    def after(ctx, res):
+        try:
+            if res.returncode != 0:
+                return None
+            return (writecopy.quick_count(_m2_copy(ctx), ctx.files, ctx.bytes, ctx.dest.root, M2_DST)
+                    or _m2_only_copy(ctx))
+        finally:
+            ctx.dest.close()
+
+    def verify_(ctx):
+        from . import runner
+        _m2_new_dest(ctx)
+        try:
+            res = runner.timed_run(cmd(ctx), root=ctx.root, capture_stdout=True)
+            if res.returncode != 0:
+                return False, f"exit {res.returncode}: {runner._first(res.stderr)}"
+            ctx.dest.remount()
+            bad = _m2_only_copy(ctx)
+            if bad:
+                return False, bad
+            return writecopy.compare_trees(ctx.extra["src_list"], _m2_copy(ctx), ctx.dest.root, M2_DST,
+                                           mtime_res_ns=mtime_res_ns)
+        finally:
+            ctx.dest.close()
+
+    def available(ctx):
+        if "machine" not in ctx.extra:
+            return "no receiver machine"
+        return avail(ctx) if avail else None
+
+    return Method(name=name, description=description, group=group, command=cmd, scenario="m2",
+                  available=available, stats=stats, note=note, prepare=prepare, after=after,
+                  verify=verify_, quick=True)
+
+
+def _which(cmd, pkg):
+    return lambda ctx: None if util.which(cmd) else f"{cmd} not installed (apt-get install {pkg})"
+
+
+def _m2_tar_cmd(fmt):
+    def cmd(ctx):
+        m = _m2_machine(ctx)
+        create = ["tar"] + ([f"--format={fmt}"] if fmt else []) + ["-C", str(ctx.set_dir.parent), "-cf", "-",
+                                                                   ctx.set_name]
+        remote = f"tar -C {shlex.quote(str(_m2_dst(ctx)))} -xf -"
+        # "$@" = the tar command, then the ssh command: exact quoting, pipefail reports either side's failure
+        n = len(create)
+        return ["bash", "-c", f'set -o pipefail; "${{@:1:{n}}}" | "${{@:{n + 1}}}"', "bash", *create,
+                *m.ssh_argv(), m.login, remote]
+    return cmd
+
+
+register(_m2(
+    "bfo-cp-ssh",
+    "bfo cp -a --stats --rsh SSH --remote-bfo BFO SRC root@HOST:DST, then sync -f DST (bfo recv on the far side, "
+    "durability batch: durable when it returns; the sync is for all methods alike)", "bfo",
+    _m2_sync(lambda ctx: [ctx.bfo.path, "cp", "-a", "--stats", "--rsh", _m2_machine(ctx).rsh(),
+                          "--remote-bfo", ctx.bfo.path, ctx.set_dir, _m2_far(ctx)]),
+    stats=_bfo_stats("bfo cp:"), note=_bfo_w_note, avail=_bfo_avail))
+register(_m2(
+    "rsync-ssh", "rsync -a -e SSH SRC root@HOST:DST, then sync -f DST", "baseline",
+    _m2_sync(lambda ctx: ["rsync", "-a", "-e", _m2_machine(ctx).rsh(), ctx.set_dir, _m2_far(ctx)]),
+    avail=_which("rsync", "rsync")))
+register(_m2(
+    "scp-ssh",
+    "scp -r -p SSH-OPTIONS SRC root@HOST:DST (SFTP, scp's default), then sync -f DST; -p: without it scp sets no "
+    "times; SFTP carries whole seconds, so mtimes are checked to the second", "baseline",
+    _m2_sync(lambda ctx: ["scp", "-r", "-p", *_m2_machine(ctx).ssh_opts(), ctx.set_dir, _m2_far(ctx)]),
+    avail=_which("scp", "openssh-client"), mtime_res_ns=10**9,
+    note=lambda runs: "mtimes to the second (SFTP)"))
+register(_m2(
+    "tar-ssh",
+    "tar --format=posix -C PARENT -cf - NAME | ssh ... 'tar -C DST -xf -', then sync -f DST (posix format: GNU "
+    "tar's default keeps whole seconds only)", "baseline",
+    _m2_sync(_m2_tar_cmd("posix")), avail=_which("tar", "tar")))
+register(_m2(
+    "tar-ssh-gnu",
+    "tar -C PARENT -cf - NAME | ssh ... 'tar -C DST -xf -', then sync -f DST: GNU tar's default format (no "
+    "extended header per file, mtimes in whole seconds, checked to the second)", "baseline",
+    _m2_sync(_m2_tar_cmd(None)), avail=_which("tar", "tar"), mtime_res_ns=10**9,
+    note=lambda runs: "mtimes to the second (GNU format)"))
+
+
+def _m2_raw_cmd(ctx, remote="cat > /dev/null"):
+    m = _m2_machine(ctx)
+    return ["bash", "-c", 'set -o pipefail; n="$1"; shift; head -c "$n" /dev/zero | "$@"', "bash", str(ctx.bytes),
+            *m.ssh_argv(), m.login, remote]
+
+
+def _m2_raw_verify(ctx):
+    r = util.run(_m2_raw_cmd(ctx, "wc -c"))
+    if not r.ok:
+        return False, f"exit {r.returncode}: {(r.stderr or '').strip()[:200]}"
+    got = (r.stdout or "").strip()
+    return (got == str(ctx.bytes)), f"the far side counted {got} bytes of {ctx.bytes}"
+
+
+register(Method(
+    name="ssh-raw",
+    description="head -c BYTES /dev/zero | ssh ... 'cat > /dev/null': the set's byte count in one stream over the "
+                "same ssh (the practical limit of the link through ssh; no files, nothing written)",
+    group="limit", command=_m2_raw_cmd, scenario="m2",
+    available=lambda ctx: None if "machine" in ctx.extra else "no receiver machine",
+    verify=_m2_raw_verify, quick=True))
 
 
 def select(names=None, quick=False, scenario="read"):

@@ -25,6 +25,9 @@ REGISTRY = {s.name: s for s in (
              "imagebench", "run", True),
     Scenario("m1", "copy sets (--sets, default 4k,mixed) from their image to a fresh file system "
                    "(--dest-fs, default ext4)", "imagebench", "run", True),
+    Scenario("m2", "copy sets (--sets, default 4k,mixed) to another machine over ssh: a network namespace with its "
+                   "own sshd behind a 1 Gbit/s veth, onto a fresh file system there (--dest-fs, default ext4)",
+             "imagebench", "run", True),
     Scenario("t1", "tar -c plain / --sort=inode / --use-bfo on the 4k and mixed sets", "tar", "main", False),
     Scenario("t2", "tar -x + sync plain / --use-bfo, a fresh ext4 per run", "tar", "main", False),
     Scenario("h1", "MapReduce on 100,000 small text files: BatchText vs CombineText", "hadoop", "run_h1", False),

@@ -103,6 +103,13 @@ def wm_legend(cache, scenario="w1"):
                                        "caches not dropped; not comparable with cold-cache results."))
 
 
+def m2_legend(cache):
+    return (wm_legend(cache, "m2") + " The receiver is another machine on this kernel (a network namespace with "
+            "its own sshd, joined by a veth pair limited to 1 Gbit/s each way): one cache drop empties both sides. "
+            "Every timed command ends with `sync -f DST` (the receiver's file system). MB/s = the set's file bytes "
+            "(decimal MB) / median seconds; files/s = regular files / median seconds.")
+
+
 def any_block(info, cache, partial=False):
     """The markdown block of one set record, whatever its scenario."""
     tag = " **INTERRUPTED: partial**" if partial else ""
@@ -111,6 +118,8 @@ def any_block(info, cache, partial=False):
         return w1_heading(info, cache) + tag + "\n\n" + w1_table(info) + "\n\n" + w1_notes(info) + "\n"
     if sc == "m1":
         return m1_heading(info, cache) + tag + "\n\n" + m1_table(info) + "\n\n" + m1_notes(info) + "\n"
+    if sc == "m2":
+        return m2_heading(info, cache) + tag + "\n\n" + m2_table(info) + "\n\n" + m2_notes(info) + "\n"
     return set_heading(info, cache) + tag + "\n\n" + set_table(info) + "\n"
 
 
@@ -305,4 +314,89 @@ def m1_notes(rec):
         sp = c / b
         out.append(f"Target: {M1_BFO} at least {M1_TARGET_CP:.0f}x faster than cp -a then sync: {sp:.2f}x "
                    f"({'met' if sp >= M1_TARGET_CP else 'NOT met'}).")
+    return "\n\n".join(out)
+
+
+# --------------------------------------------------------------------------
+# M2 (copy to another machine over ssh)
+# --------------------------------------------------------------------------
+M2_BFO = "bfo-cp-ssh"
+M2_RSYNC = "rsync-ssh"
+M2_TAR = "tar-ssh"
+M2_RAW = "ssh-raw"
+M2_TARGET_RSYNC = 3.0       # bfo at least this many times faster than rsync -a
+M2_TARGET_TAR = 1.5         # ... than tar | ssh
+M2_TARGET_LINK = 1.5        # ... within this factor of the link's own time for the bytes, on the mixed set
+M2_LINK_SET = "mixed"
+
+
+def m2_heading(rec, cache):
+    return (f"### M2: copy {rec['set']} ({rec['files']:,} files, {rec['bytes'] / 1e6:,.1f} MB) over ssh to another "
+            f"machine, onto a fresh {rec['fs']} ({cache} cache, a fresh destination file system per run)\n\n"
+            f"{rec['description']}.")
+
+
+def m2_table(rec):
+    ms = rec["methods"]
+    b = ms.get(M2_BFO, {}).get("median")
+    link = rec.get("link_seconds")
+    headers = ["method", "median s", "min-max s", "MB/s", "files/s", f"x {M2_BFO}", "x link", "verified", "note"]
+    rows = []
+    for name, r in ms.items():
+        if r["status"] == "n/a":
+            rows.append([name, "not available", "", "", "", "", "", "", r.get("reason") or ""])
+            continue
+        m = r.get("median")
+        if m is None:
+            rows.append([name, "-", "", "", "", "", "", _ver(r), _note(r)])
+            continue
+        rng = f"{_fmt_s(r['min'])}-{_fmt_s(r['max'])}" if r.get("n", 0) > 1 else ""
+        files = "-" if r["group"] == "limit" else f"{rec['files'] / m:,.0f}"
+        rows.append([name, _fmt_s(m), rng, f"{rec['bytes'] / 1e6 / m:.1f}", files,
+                     f"{m / b:.2f}" if b else "-", f"{m / link:.2f}" if link else "-", _ver(r), _note(r)])
+    if link:
+        rate = rec.get("link_rate_bits") or 1e9
+        rows.append([f"link ({rate / 1e9:g} Gbit/s)", _fmt_s(link), "", f"{rec['bytes'] / 1e6 / link:.1f}", "-",
+                     f"{link / b:.2f}" if b else "-", "1.00", "-",
+                     f"computed: {rec['bytes']:,} bytes / ({rate / 1e9:g}e9/8) bytes/s, not measured"])
+    return util.md_table(headers, rows, ["l", "r", "r", "r", "r", "r", "r", "l", "l"])
+
+
+def _met(ok):
+    return "met" if ok else "NOT met"
+
+
+def m2_notes(rec):
+    ms = rec["methods"]
+    out = [f"Note: x {M2_BFO} = this method's median seconds / {M2_BFO}'s (above 1: bfo is faster by that "
+           "factor); x link = this method's median / the link's own time for the set's file bytes at its rate "
+           f"(1.00 = the wire's limit for the data alone; {M2_RAW} is that byte count in one ssh stream, the "
+           "practical limit through ssh)."]
+    b = ms.get(M2_BFO, {}).get("median")
+    if not b:
+        out.append(f"Targets: {M2_BFO} has no successful timed run: not met.")
+        return "\n\n".join(out)
+    lines = []
+    raw = ms.get(M2_RAW, {}).get("median")
+    for other, target in ((M2_RSYNC, M2_TARGET_RSYNC), (M2_TAR, M2_TARGET_TAR)):
+        o = ms.get(other, {}).get("median")
+        if o:
+            ceiling = (f"; a copy as fast as {M2_RAW} would be {o / raw:.2f}x faster than {other}" if raw else "")
+            lines.append(f"- {M2_BFO} at least {target:g}x faster than {other}: {o / b:.2f}x ({_met(o / b >= target)})"
+                         + ceiling)
+        elif other in ms:
+            lines.append(f"- {M2_BFO} at least {target:g}x faster than {other}: {other} has no successful run")
+    link = rec.get("link_seconds")
+    if link:
+        ratio = b / link
+        if rec["set"] == M2_LINK_SET:
+            lines.append(f"- {M2_BFO} within {M2_TARGET_LINK:g}x of the link time on the {M2_LINK_SET} set: "
+                         f"{ratio:.2f}x ({b:.2f} s vs {link:.2f} s; {_met(ratio <= M2_TARGET_LINK)})")
+        else:
+            lines.append(f"- (the link-time target is for the {M2_LINK_SET} set; here {M2_BFO} takes {ratio:.2f}x "
+                         f"the link time, {b:.2f} s vs {link:.2f} s)")
+    if raw:
+        lines.append(f"- for reference: {M2_RAW} (the same bytes in one ssh stream) {raw:.2f} s = {raw / link:.2f}x "
+                     f"the link time; {M2_BFO} takes {b / raw:.2f}x that")
+    out.append(f"Targets ({rec['set']} set, medians):\n" + "\n".join(lines))
     return "\n\n".join(out)

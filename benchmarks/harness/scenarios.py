@@ -12,6 +12,12 @@ brand-new file system (mkfs before every run).
 M1, per set (4k, mixed) and destination file system: the set's image is the
 source (generated, synced, a few metadata extras added), every method run
 copies it onto a brand-new destination file system (mkfs before every run).
+
+M2, per set (4k, mixed): as M1 without the extras, but the copy goes to
+another machine over ssh: harness/remote.py's network namespace (veth pair,
+1 Gbit/s each way, its own sshd), made once for the whole run; every method
+run copies the set into an empty directory on a brand-new file system (the
+receiver's, mkfs before every run).
 """
 
 import json
@@ -167,4 +173,57 @@ def run_m1(*, set_names, files_4k, src_fs, dest_fs, extras, chosen, repeat, do_v
                 if n_extra and keep:
                     with util.cleaning():
                         writecopy.remove_meta_extras(ws.set_dir)
+    return failed
+
+
+def run_m2(*, set_names, files_4k, src_fs, dest_fs, chosen, repeat, do_verify, root, timeout, workdir, keep,
+           scratch, helpers, bfo, results, md, outdir, cache):
+    """Returns True when some method FAILED."""
+    from .remote import RATE, RATE_BITS, RemoteMachine
+    if not root:
+        raise RuntimeError("M2 needs root: it makes a network namespace, a veth pair, qdiscs, an sshd and loop "
+                           "file systems")
+    failed = False
+    with RemoteMachine(workdir) as machine:
+        results["m2_machine"] = machine.info
+        for name in set_names:
+            spec = sets.REGISTRY[name]
+            params = spec.params({"files": files_4k} if name == "4k" else None)
+            with runner.open_set(spec, params, workdir=workdir, keep=keep, fs=src_fs, root=root) as (ws, plan,
+                                                                                                   sinfo):
+                t0 = time.monotonic()
+                src_list = writecopy.listing(ws.set_dir, hashes=True)
+                util.log(f"M2 {name}: source listed and hashed ({len(src_list):,} entries) "
+                         f"[{time.monotonic() - t0:.1f}s]")
+                nfiles = sum(1 for v in src_list.values() if v["type"] == "f")
+                nbytes = sum(v["size"] for v in src_list.values() if v["type"] == "f")
+                size, inodes, need = spec.image_geometry(plan)
+                for dfs in dest_fs:
+                    key = f"m2-{name}-{dfs}"
+                    info = {"set": name, "scenario": "m2", "fs": dfs, "src_fs": src_fs,
+                            "description": f"SRC = the {name} set's directory on its {src_fs} image "
+                                           f"({sinfo['description']}) on this host; DST = MNT/{methods_mod.M2_DST} "
+                                           f"on a new {dfs} made before every run, written by the machine "
+                                           f"{machine.login} (network namespace {machine.ns}, veth with tbf "
+                                           f"{RATE} each way, its own sshd); the copy is DST/{name}",
+                            "params": params, "files": nfiles, "bytes": nbytes, "entries": len(src_list),
+                            "link_rate_bits": RATE_BITS, "link_seconds": nbytes / (RATE_BITS / 8),
+                            "source": sinfo, "methods": {}}
+                    results["sets"][key] = info
+                    util.log(f"M2 {name} -> {machine.login} {dfs}: {len(chosen)} methods x {repeat} rounds, "
+                             f"{cache} cache")
+                    with FreshFs(workdir, f"m2dst-{name}", dfs, size, inodes + 1000, root, need_bytes=need) as dest:
+                        ctx = methods_mod.Ctx(set_name=name, ws=ws, files=nfiles, bytes=nbytes, helpers=helpers,
+                                              bfo=bfo, refs=None, root=root, scratch=scratch, dest=dest, fs=dfs,
+                                              extra={"src_list": src_list, "machine": machine})
+                        runner.run_methods(ctx, chosen, repeat=repeat, do_verify=do_verify, root=root,
+                                           timeout=timeout, into=info["methods"])
+                        info["workspace"] = dest.info
+                        info["filesystems_made"] = dest.count
+                    info["complete"] = True
+                    if any(r["status"] == "FAILED" for r in info["methods"].values()):
+                        failed = True
+                    block = (report.m2_heading(info, cache) + "\n\n" + report.m2_table(info) + "\n\n"
+                             + report.m2_notes(info) + "\n")
+                    _emit(md, block, outdir, results)
     return failed

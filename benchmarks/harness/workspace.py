@@ -85,6 +85,8 @@ def _loop_backings():
 
 
 def clean_stale(workdir):
+    from . import remote
+    remote.clean_stale(workdir)      # M2's namespace and sshd first: what ran there may hold a mount busy
     wd = str(Path(workdir).resolve())
     with open("/proc/self/mounts") as f:
         mounts = [line.split()[1] for line in f]

@@ -7,7 +7,7 @@
   files, these bytes, these modes; nothing else: no .bfo-journal, no
   .bfo-tmp.*, no stem leftovers; the file system's root holds only the
   target and lost+found);
-- compare_trees(): an M1 copy against its source (contents by hash and
+- compare_trees(): an M1 or M2 copy against its source (contents by hash and
   metadata: type, mode, uid/gid, mtime to the nanosecond, symlink targets,
   directories included, the copy's root included);
 - quick_count(): the cheap check after every timed run (file count, bytes,
@@ -133,10 +133,13 @@ def check_written(fs_root, target_name, expected, mode=0o644):
 META_FIELDS = ("type", "mode", "uid", "gid", "mtime_ns", "size", "target")
 
 
-def compare_trees(src_list, dst, fs_root=None, target_name=None):
-    """An M1 copy (directory dst) against the source's listing (with hashes).
+def compare_trees(src_list, dst, fs_root=None, target_name=None, mtime_res_ns=1):
+    """An M1/M2 copy (directory dst) against the source's listing (with hashes).
     -> (ok, detail). Every field of META_FIELDS and the contents must match,
-    for every entry including the root; nothing may be missing or extra."""
+    for every entry including the root; nothing may be missing or extra.
+    mtime_res_ns: mtimes compared to this resolution (1: the nanosecond; 10**9
+    for a method whose format carries whole seconds, the copy's mtime being the
+    source's truncated to the second)."""
     got = listing(dst, hashes=True)
     missing = set(src_list) - set(got)
     extra = set(got) - set(src_list)
@@ -145,7 +148,10 @@ def compare_trees(src_list, dst, fs_root=None, target_name=None):
     for k in set(src_list) & set(got):
         a, b = src_list[k], got[k]
         for f in META_FIELDS:
-            if a.get(f) != b.get(f):
+            va, vb = a.get(f), b.get(f)
+            if f == "mtime_ns" and mtime_res_ns != 1 and va is not None and vb is not None:
+                va, vb = va // mtime_res_ns, vb // mtime_res_ns
+            if va != vb:
                 by_field.setdefault(f, []).append(k)
         if a["type"] == "f" and a.get("sha256") != b.get("sha256"):
             content.append(k)
@@ -167,8 +173,9 @@ def compare_trees(src_list, dst, fs_root=None, target_name=None):
     nf = sum(1 for v in got.values() if v["type"] == "f")
     nl = sum(1 for v in got.values() if v["type"] == "l")
     nd = sum(1 for v in got.values() if v["type"] == "d")
+    res = "ns" if mtime_res_ns == 1 else ("to the second" if mtime_res_ns == 10**9 else f"/{mtime_res_ns} ns")
     return True, (f"{nf:,} files, {nd} directories, {nl} symlinks: same sha256, type, mode, uid/gid, "
-                  "mtime (ns), size, link targets")
+                  f"mtime ({res}), size, link targets")
 
 
 def quick_count(top, files, nbytes, fs_root=None, target_name=None):
