@@ -38,8 +38,6 @@ PACKAGES=(
   gzip
   bzip2
   xz-utils
-  openssh-server
-  openssh-client
 )
 
 case "${1:-}" in
