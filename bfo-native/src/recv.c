@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -74,8 +75,9 @@ struct rx {
 /* ------------------------------------------------------------ reading */
 
 /* len bytes, or fewer only at the end of the stream.  Returns the count
- * read, or -errno (-ECANCELED: stopfd became readable first, when >= 0). */
-static ssize_t read_full(int fd, void *p, size_t len, int stopfd)
+ * read, or -errno (-ECANCELED: stopfd became readable first, when >= 0,
+ * or a signal came with the copier cancelled). */
+static ssize_t read_full(int fd, void *p, size_t len, int stopfd, const atomic_bool *cancel)
 {
 	size_t got = 0;
 
@@ -83,9 +85,9 @@ static ssize_t read_full(int fd, void *p, size_t len, int stopfd)
 		struct pollfd pf[2] = { { fd, POLLIN, 0 }, { stopfd, POLLIN, 0 } };
 
 		if (stopfd >= 0 && poll(pf, 2, -1) < 0) {
-			if (errno == EINTR)
+			if (errno == EINTR && !atomic_load(cancel))
 				continue;
-			return -errno;
+			return errno == EINTR ? -ECANCELED : -errno;
 		}
 		if (stopfd >= 0 && (pf[1].revents & POLLIN))
 			return -ECANCELED;
@@ -94,9 +96,9 @@ static ssize_t read_full(int fd, void *p, size_t len, int stopfd)
 		if (k == 0)
 			break;
 		if (k < 0) {
-			if (errno == EINTR)
+			if (errno == EINTR && !atomic_load(cancel))
 				continue;
-			return -errno;
+			return errno == EINTR ? -ECANCELED : -errno;
 		}
 		got += (size_t)k;
 	}
@@ -106,7 +108,7 @@ static ssize_t read_full(int fd, void *p, size_t len, int stopfd)
 /* Read exactly len bytes: 0, or -errno with why. */
 static int take(struct rx *x, void *p, size_t len, const char **why)
 {
-	ssize_t k = read_full(x->fd, p, len, x->stopfd[0]);
+	ssize_t k = read_full(x->fd, p, len, x->stopfd[0], &x->c->cancel);
 
 	if (k == (ssize_t)len)
 		return 0;
@@ -123,7 +125,7 @@ static int read_frame(struct rx *x, struct slot *s)
 	size_t len;
 	int ret;
 
-	k = read_full(x->fd, s->buf, WIRE_HEAD_LEN, x->stopfd[0]);
+	k = read_full(x->fd, s->buf, WIRE_HEAD_LEN, x->stopfd[0], &x->c->cancel);
 	if (k == 0) {
 		s->eof = true;
 		return 0;
@@ -212,14 +214,26 @@ static void *reader(void *arg)
 	}
 }
 
+/* The next frame the reader has ready; NULL when the copier was cancelled
+ * (a signal does not end a wait: it is looked at every 100 ms). */
 static struct slot *next_frame(struct rx *x)
 {
-	struct slot *s;
+	struct slot *s = NULL;
 
 	pthread_mutex_lock(&x->m);
-	while (x->produced == x->consumed)
-		pthread_cond_wait(&x->cv, &x->m);
-	s = &x->slot[x->consumed % NSLOTS];
+	while (x->produced == x->consumed && !atomic_load(&x->c->cancel)) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&x->cv, &x->m, &ts);
+	}
+	if (x->produced != x->consumed)
+		s = &x->slot[x->consumed % NSLOTS];
 	pthread_mutex_unlock(&x->m);
 	return s;
 }
@@ -498,7 +512,11 @@ static int receive(struct rx *x, const char *dst)
 
 	while (!atomic_load(&x->c->cancel)) {
 		struct slot *s = next_frame(x);
-		int ret = s->status;
+		int ret;
+
+		if (!s)
+			break;
+		ret = s->status;
 
 		if (!ret && s->eof) {
 			stream_error(x, "the stream ends before its end frame (the sender or its connection died)",
@@ -549,9 +567,11 @@ static int read_start(struct rx *x)
 {
 	uint8_t b[WIRE_START_LEN];
 	const char *why = NULL;
-	ssize_t k = read_full(x->fd, b, sizeof(b), -1);
+	ssize_t k = read_full(x->fd, b, sizeof(b), -1, &x->c->cancel);
 	int ret;
 
+	if (k == -ECANCELED)
+		return (int)k;
 	if (k < 0) {
 		stream_error(x, "reading the stream failed", (int)k);
 		return (int)k;

@@ -9,6 +9,8 @@
  *    a new name, SRC/., several sources, one file, --durability none and
  *    each; without -a it equals `cp -r`; bfo cp through a remote shell that
  *    runs the far side locally (--rsh) both ways, names quoted for it.
+ *  - links: hard links whose names travel in different frames, and the
+ *    second name of a file in pieces, equal cp -a.
  *  - update: a second run with --update (recv, and a local bfo cp) skips
  *    every unchanged file and replaces the changed ones; --checksum
  *    catches a change that kept size and mtime.
@@ -26,6 +28,8 @@
  *  - kill: the sender or the receiver killed (SIGKILL) at several points;
  *    after `bfo recover` every file complete or absent; the same command
  *    with --update then finishes the copy (equal to cp -a).
+ *  - interrupt: SIGINT ends a receiver waiting for its stream, before it
+ *    began and between frames: exit 130, no leftovers.
  *  - million (root): a stream of 1,000,000 entries written by a receiver
  *    whose peak RSS stays below 256 MiB.
  */
@@ -177,6 +181,47 @@ static void scenario_pipes(void *arg)
 	free(rec);
 	free(recref);
 	t_log("send | recv: compared with cp -a and cp -r");
+	tw_checks_end();
+}
+
+/* Hard links whose names land in different frames: a file in pieces with
+ * a second name, and 40 files of 1 MiB (several 16 MiB batches) with a
+ * second name each in another directory. */
+static void scenario_links(void *arg)
+{
+	const struct env *v = arg;
+	char *src = t_path(v->tmp, "lsrc"), *dst = t_path(v->tmp, "ldst"), *ref = t_path(v->tmp, "lref");
+	struct tw_run r, c;
+	int s1, s2;
+
+	tw_mkdirs(tw_fmt("%s/a", src));
+	tw_mkdirs(tw_fmt("%s/z", src));
+	t_write_random(tw_fmt("%s/a/big", src), TW_GEN_BIG, 5);
+	T_ASSERT(link(tw_fmt("%s/a/big", src), tw_fmt("%s/z/big2", src)) == 0, "link");
+	for (int i = 0; i < 40; i++) {
+		t_write_random(tw_fmt("%s/a/m%02d", src, i), 1 << 20, 100 + (uint64_t)i);
+		T_ASSERT(link(tw_fmt("%s/a/m%02d", src, i), tw_fmt("%s/z/n%02d", src, 39 - i)) == 0, "link");
+	}
+	/* atimes in the future: reading the source does not move them */
+	tw_gen_times(tw_fmt("%s/a/big", src), 1);
+	for (int i = 0; i < 40; i++)
+		tw_gen_times(tw_fmt("%s/a/m%02d", src, i), 2 + i);
+	tw_gen_times(tw_fmt("%s/a", src), 50);
+	tw_gen_times(tw_fmt("%s/z", src), 51);
+	tw_gen_times(src, 52);
+	pipe_run(&r, tw_fmt("-a '%s'", src), tw_fmt("-a --stats '%s'", dst), &s1, &s2);
+	TW_CHECK(s1 == 0 && s2 == 0 && strstr(r.err, " batches"), "[links] exit %d/%d: %s", s1, s2, r.err);
+	TW_CHECK(!strstr(r.err, " 1 batches"), "[links] one batch only, no link crossed: %s", r.err);
+	tw_run_free(&r);
+	tw_runl(&c, "cp", "-a", src, ref, (char *)NULL);
+	T_ASSERT(c.status == 0, "cp -a: %s", c.err);
+	tw_run_free(&c);
+	expect_same(ref, dst, cpa_flags(), "hard links across frames");
+	t_sh("rm -rf '%s' '%s' '%s'", src, dst, ref);
+	free(src);
+	free(dst);
+	free(ref);
+	t_log("hard links across frames and of a file in pieces: compared with cp -a");
 	tw_checks_end();
 }
 
@@ -835,6 +880,68 @@ static void scenario_kill(void *arg)
 	tw_checks_end();
 }
 
+/* ------------------------------------------------------------ interrupt */
+
+/* bfo recv DST with stdin a pipe whose write end is returned. */
+static pid_t spawn_recv(const char *dst, int *wfd)
+{
+	int p[2];
+	pid_t pid;
+
+	T_ASSERT(pipe(p) == 0, "pipe");
+	pid = fork();
+	T_ASSERT(pid >= 0, "fork");
+	if (pid == 0) {
+		dup2(p[0], 0);
+		close(p[0]);
+		close(p[1]);
+		execl(BFO_CLI, BFO_CLI, "recv", "-a", dst, (char *)NULL);
+		_exit(127);
+	}
+	close(p[0]);
+	*wfd = p[1];
+	return pid;
+}
+
+/* SIGINT ends a receiver waiting for a stream that does not come, before
+ * its start and between frames: exit 130, nothing left behind. */
+static void scenario_interrupt(void *arg)
+{
+	const struct env *v = arg;
+	char *dst = t_path(v->tmp, "idst");
+	struct sbuf b = { 0 };
+	static const char *names[] = { "d" };
+	static const bool dirs[] = { true };
+	struct wire_entry e = ent(0, "f", "data");
+
+	sb_start(&b, WIRE_VERSION);
+	sb_sources(&b, 1, names, dirs);
+	sb_batch(&b, &e, 1);
+	for (int k = 0; k < 2; k++) {
+		int wfd;
+		pid_t pid = spawn_recv(dst, &wfd);
+
+		if (k == 1)
+			T_ASSERT(write(wfd, b.p, b.len) == (ssize_t)b.len, "write the stream");
+		tw_sleep_ns(300000000);       /* only to let it reach its wait */
+		kill(pid, SIGINT);
+		int st = tw_wait(pid);
+
+		TW_CHECK(st == 130, "[SIGINT %s] exit %d", k ? "between frames" : "before the stream", st);
+		close(wfd);
+		if (tw_exists(dst)) {
+			char msg[1024];
+
+			TW_CHECK(tw_leftovers(dst, true, msg, sizeof(msg)) == 0, "[SIGINT] leftovers: %s", msg);
+		}
+		t_sh("rm -rf '%s'", dst);
+	}
+	free(b.p);
+	free(dst);
+	t_log("SIGINT: a waiting receiver exits 130");
+	tw_checks_end();
+}
+
 /* ------------------------------------------------------------ million */
 
 static void scenario_million(void *arg)
@@ -929,11 +1036,13 @@ int main(void)
 	tw_run_free(&c);
 	t_log("source tree of %d entries on %s", n, tw_fstype(v.tmp));
 	t_subtest("pipes", 300, scenario_pipes, &v);
+	t_subtest("links", 120, scenario_links, &v);
 	t_subtest("remote shell", 120, scenario_rsh, &v);
 	t_subtest("update", 120, scenario_update, &v);
 	t_subtest("hostile", 120, scenario_hostile, &v);
 	t_subtest("broken", 300, scenario_broken, &v);
 	t_subtest("kill", 300, scenario_kill, &v);
+	t_subtest("interrupt", 60, scenario_interrupt, &v);
 	t_subtest("million", 600, scenario_million, &v);
 	t_done();
 	return 0;
