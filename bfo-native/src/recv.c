@@ -30,6 +30,14 @@
 
 #define NSLOTS 2
 
+/* A file whose first piece came and whose last has not: the writer holds
+ * descriptors for it, so a stream may not have more than WIRE_PIECED_MAX
+ * of them at once (a sender's read engine has a handful). */
+struct pieced {
+	char *path;
+	bool dropped;               /* its pieces go nowhere (skipped, or a bad hash) */
+};
+
 struct slot {
 	uint8_t *buf;               /* head, records, hash, data */
 	size_t cap;
@@ -62,8 +70,9 @@ struct rx {
 	bool have_root_meta;
 	struct bfo_wentry root_meta;
 	void *root_xattrs;
-	char **drop;                /* files whose later pieces are dropped */
-	size_t ndrop, capdrop;
+	struct pieced *pieced;      /* files in pieces begun and not ended */
+	size_t npieced;
+	bool too_many;              /* more than WIRE_PIECED_MAX of them */
 	char *names;                /* the batch's destination strings */
 	size_t capnames;
 	uint64_t records;
@@ -330,68 +339,78 @@ static const char *dest(struct rx *x, size_t *at, uint16_t src, const char *rel,
 	return d;
 }
 
-static ssize_t drop_find(struct rx *x, const char *path)
+static struct pieced *pieced_find(struct rx *x, const char *path)
 {
-	for (size_t i = 0; i < x->ndrop; i++)
-		if (!strcmp(x->drop[i], path))
-			return (ssize_t)i;
-	return -1;
+	for (size_t i = 0; i < x->npieced; i++)
+		if (!strcmp(x->pieced[i].path, path))
+			return &x->pieced[i];
+	return NULL;
 }
 
-static void drop_add(struct rx *x, const char *path)
+/* A first piece: false when there are too many (the stream then ends). */
+static bool pieced_add(struct rx *x, const char *path, bool dropped)
 {
-	char *d = strdup(path);
+	char *d;
 
-	if (d && x->ndrop == x->capdrop) {
-		size_t cap = MAX(x->capdrop * 2, 16);
-		char **p = realloc(x->drop, cap * sizeof(*p));
-
-		if (p) {
-			x->drop = p;
-			x->capdrop = cap;
-		}
+	if (x->npieced == WIRE_PIECED_MAX || !(d = strdup(path))) {
+		x->too_many = true;
+		return false;
 	}
-	if (d && x->ndrop < x->capdrop)
-		x->drop[x->ndrop++] = d;
-	else
-		free(d);
+	x->pieced[x->npieced++] = (struct pieced){ d, dropped };
+	return true;
+}
+
+static void pieced_end(struct rx *x, struct pieced *p)
+{
+	free(p->path);
+	*p = x->pieced[--x->npieced];
+}
+
+/* A later piece (offset > 0) of a file: false when it is dropped. */
+static bool later_piece(struct rx *x, const struct wire_entry *w, const char *path)
+{
+	struct pieced *p = pieced_find(x, path);
+	bool dropped = p && p->dropped;
+
+	if (p && !(w->flags & WIRE_E_MORE))
+		pieced_end(x, p);          /* its last piece, or an abort */
+	return !dropped;
 }
 
 /* A file record: false when it is not to be written (skipped, dropped,
  * or failed its hash). */
 static bool file_entry(struct rx *x, const struct wire_entry *w, struct bfo_wentry *e)
 {
-	ssize_t d = w->offset ? drop_find(x, e->path) : -1;
+	bool more = w->flags & WIRE_E_MORE, keep = true;
 
-	if (d >= 0) {                    /* a later piece of a file dropped */
-		if (!(w->flags & WIRE_E_MORE)) {
-			free(x->drop[d]);
-			x->drop[d] = x->drop[--x->ndrop];
-		}
+	if (w->offset && !later_piece(x, w, e->path))
 		return false;
-	}
 	if (!w->hash_ok) {
 		copy_report(x->c, e->path, -EBADMSG);
-		if (w->flags & WIRE_E_MORE)
-			drop_add(x, e->path);
-		if (!w->offset)
-			return false;
-		e->flags = BFO_WENTRY_ABORT;  /* its earlier pieces were written */
-		e->length = 0;
+		keep = false;
+	} else if (!w->offset && (x->c->flags & BFO_COPY_UPDATE) && !(w->flags & WIRE_E_ABORT) &&
+		   copy_unchanged(x->c, x->root_fd, e->path, w->size, w->mtime_sec, w->mtime_nsec,
+				  more ? NULL : w->data)) {
+		keep = false;
+	}
+	if (!w->offset && more && !pieced_add(x, e->path, !keep))
+		return false;
+	if (!keep && w->offset) {
+		/* A bad piece of a file whose earlier pieces were written:
+		 * the file is dropped; its later pieces go nowhere. */
+		struct pieced *p = more ? pieced_find(x, e->path) : NULL;
+
+		if (p)
+			p->dropped = true;
+		e->flags = BFO_WENTRY_ABORT;
 		return true;
 	}
-	if (!w->offset && (x->c->flags & BFO_COPY_UPDATE) && !(w->flags & WIRE_E_ABORT) &&
-	    copy_unchanged(x->c, x->root_fd, e->path, w->size, w->mtime_sec, w->mtime_nsec,
-			   w->flags & WIRE_E_MORE ? NULL : w->data)) {
-		if (w->flags & WIRE_E_MORE)
-			drop_add(x, e->path);
+	if (!keep)
 		return false;
-	}
 	e->data = w->data;
 	e->length = w->length;
 	e->offset = w->offset;
-	e->flags |= (w->flags & WIRE_E_MORE ? BFO_WENTRY_MORE : 0) |
-		    (w->flags & WIRE_E_ABORT ? BFO_WENTRY_ABORT : 0);
+	e->flags |= (more ? BFO_WENTRY_MORE : 0) | (w->flags & WIRE_E_ABORT ? BFO_WENTRY_ABORT : 0);
 	return true;
 }
 
@@ -474,8 +493,10 @@ static int on_batch(struct rx *x, struct slot *s)
 	}
 	if (names_reserve(x, s))
 		return -ENOMEM;
+	if (!x->pieced && !(x->pieced = calloc(WIRE_PIECED_MAX, sizeof(*x->pieced))))
+		return -ENOMEM;
 	c->n = 0;
-	for (uint32_t i = 0; i < s->f.count; i++)
+	for (uint32_t i = 0; i < s->f.count && !x->too_many; i++)
 		if (map_entry(x, &s->ents[i], &c->e[c->n], &at))
 			c->n++;
 	if (!c->n)
@@ -528,8 +549,11 @@ static int receive(struct rx *x, const char *dst)
 			sources = !ret;
 		} else if (s->f.kind == WIRE_BATCH) {
 			ret = on_batch(x, s);
+			if (!ret && x->too_many)
+				ret = -EMFILE;
 			if (ret)
-				stream_error(x, "no memory for a batch", ret);
+				stream_error(x, ret == -EMFILE ? "the stream has too many files in pieces at once" :
+					   "no memory for a batch", ret);
 		} else {
 			wire_end_parse(s->buf + WIRE_HEAD_LEN, &s->f, &x->end, &s->why);
 			x->ended = true;
@@ -551,11 +575,11 @@ static void rx_free(struct rx *x)
 	}
 	for (uint32_t i = 0; x->prefix && i < x->nsources && x->nsources != UINT32_MAX; i++)
 		free(x->prefix[i]);
-	for (size_t i = 0; i < x->ndrop; i++)
-		free(x->drop[i]);
+	for (size_t i = 0; i < x->npieced; i++)
+		free(x->pieced[i].path);
 	free(x->prefix);
 	free(x->src);
-	free(x->drop);
+	free(x->pieced);
 	free(x->names);
 	free(x->root_xattrs);
 	pthread_mutex_destroy(&x->m);

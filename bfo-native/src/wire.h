@@ -45,6 +45,7 @@ enum wire_kind { WIRE_SOURCES = 1, WIRE_BATCH = 2, WIRE_END = 3 };
 #define WIRE_PATH_MAX (BFO_WPATH_MAX - 1)
 #define WIRE_TARGET_MAX (PATH_MAX - 1)       /* a symbolic link's target */
 #define WIRE_XATTRS_MAX (1u << 20)           /* one entry's packed xattrs */
+#define WIRE_PIECED_MAX 1024u                /* files in pieces begun and not ended */
 
 /* wire_entry.flags */
 #define WIRE_E_MORE  1u                      /* BFO_WENTRY_MORE */

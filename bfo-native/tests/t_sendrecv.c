@@ -663,6 +663,48 @@ static void scenario_hostile(void *arg)
 		hostile_check(v, &b, &h, dst, snap, out);
 		t_sh("rm -rf '%s'", dst);
 	}
+	/* files in pieces: more begun than the receiver holds at once; and a
+	 * piece whose hash is wrong in the middle of a file */
+	{
+		struct hostile h = { "too many files in pieces", 1, "too many files in pieces" };
+		enum { N = WIRE_PIECED_MAX + 1 };
+		struct wire_entry *e = calloc(N, sizeof(*e));
+		char (*names)[16] = calloc(N, sizeof(*names));
+
+		T_ASSERT(e && names, "out of memory");
+		for (int i = 0; i < N; i++) {
+			snprintf(names[i], sizeof(names[i]), "p%04d", i);
+			e[i] = ent(0, names[i], "a");
+			e[i].size = 2;              /* one of two bytes: more to come */
+			e[i].flags = WIRE_E_MORE;
+		}
+		b.len = 0;
+		sb_tree(&b, e, N);
+		hostile_check(v, &b, &h, dst, snap, out);
+		TW_CHECK(!tw_exists(tw_fmt("%s/p0000", dst)), "[%s] a file in pieces was left", h.what);
+		t_sh("rm -rf '%s'", dst);
+
+		struct wire_entry p[4] = { ent(0, "p", "AAAA"), ent(0, "p", "BBBB"), ent(0, "p", "CCCC"),
+					   ent(0, "ok", "fine") };
+
+		for (int i = 0; i < 3; i++) {
+			p[i].size = 12;
+			p[i].offset = 4 * (uint64_t)i;
+			p[i].flags = i < 2 ? WIRE_E_MORE : 0;
+		}
+		p[1].hash ^= 1;
+		struct hostile h2 = { "a piece with a bad hash", 1, "Bad message" };
+
+		b.len = 0;
+		sb_tree(&b, p, 4);
+		hostile_check(v, &b, &h2, dst, snap, out);
+		TW_CHECK(!tw_exists(tw_fmt("%s/p", dst)) &&
+			 t_sh("test \"$(cat '%s/ok')\" = fine", dst) == 0,
+			 "[%s] the file is not absent, or the other one not complete", h2.what);
+		t_sh("rm -rf '%s'", dst);
+		free(e);
+		free(names);
+	}
 	TW_CHECK(t_sh("test \"$(cat '%s/victim')\" = secret", out) == 0, "the victim changed");
 	tw_snap_free(snap);
 	free(b.p);
