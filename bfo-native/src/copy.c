@@ -746,7 +746,7 @@ struct run {
 	struct stat root_meta_st;   /* its lstat, taken before the walk read it */
 };
 
-static void run_reset(struct bfo_copier *c)
+void copy_run_reset(struct bfo_copier *c)
 {
 	atomic_store(&c->cancel, false);
 	pthread_mutex_lock(&c->lock);
@@ -970,7 +970,7 @@ BFO_API int bfo_copier_run(struct bfo_copier *c, const char *const *srcs, unsign
 	for (unsigned i = 0; i < nsrc; i++)
 		if (!srcs[i] || !*srcs[i])
 			return -EINVAL;
-	run_reset(c);
+	copy_run_reset(c);
 	ret = run_dest(c, &r, srcs, nsrc, dst);
 	if (ret) {
 		free(r.single);
@@ -1080,7 +1080,7 @@ BFO_API int bfo_copier_send(struct bfo_copier *c, const char *const *srcs, unsig
 	for (unsigned i = 0; i < nsrc; i++)
 		if (!srcs[i] || !*srcs[i])
 			return -EINVAL;
-	run_reset(c);
+	copy_run_reset(c);
 	ret = bfo_ctx_create(&c->rctx, &c->ro);
 	if (ret)
 		return ret;

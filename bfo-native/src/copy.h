@@ -88,6 +88,8 @@ struct bfo_copier {
 };
 
 void copy_who_init(struct copy_who *who, bool archive);
+/* A run begins: statistics, cancellation and who copies, reset. */
+void copy_run_reset(struct bfo_copier *c);
 
 /*
  * BFO_COPY_UPDATE: is the file at path (below rootfd, not followed) already

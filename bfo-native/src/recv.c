@@ -675,13 +675,7 @@ BFO_API int bfo_copier_recv(struct bfo_copier *c, int fd, const char *dst)
 
 	if (!c || fd < 0 || !dst || !*dst)
 		return -EINVAL;
-	atomic_store(&c->cancel, false);
-	pthread_mutex_lock(&c->lock);
-	memset(&c->st, 0, sizeof(c->st));
-	pthread_mutex_unlock(&c->lock);
-	c->t0 = bfo_now_ns();
-	c->archive = c->flags & BFO_COPY_ARCHIVE;
-	copy_who_init(&c->who, c->archive);
+	copy_run_reset(c);
 	pthread_mutex_init(&x.m, NULL);
 	pthread_cond_init(&x.cv, NULL);
 	ret = recv_run(c, &x, dst);

@@ -51,17 +51,9 @@ static void help(void)
 static int parse_args(int argc, char **argv, struct cp_args *a)
 {
 	static const struct option longopts[] = {
-		{ "archive", no_argument, 0, 'a' },
-		{ "recursive", no_argument, 0, 'r' },
-		CLI_WRITE_LONGOPTS,
-		{ "update", no_argument, 0, 'u' },
-		{ "checksum", no_argument, 0, 'c' },
+		COPY_UI_LONGOPTS,
 		{ "rsh", required_argument, 0, 'e' },
 		{ "remote-bfo", required_argument, 0, 'B' },
-		{ "stats", no_argument, 0, 'S' },
-		{ "progress", no_argument, 0, 'P' },
-		{ "no-progress", no_argument, 0, 'N' },
-		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
 	int opt;

@@ -11,6 +11,19 @@
 #include "bfo.h"
 #include "cli.h"
 
+/* The options bfo cp, bfo send and bfo recv share (getopt letters
+ * a r u c S P N h, and the writer's from CLI_WRITE_LONGOPTS). */
+#define COPY_UI_LONGOPTS                                          \
+	{ "archive", no_argument, 0, 'a' },                       \
+	{ "recursive", no_argument, 0, 'r' },                     \
+	CLI_WRITE_LONGOPTS,                                       \
+	{ "update", no_argument, 0, 'u' },                        \
+	{ "checksum", no_argument, 0, 'c' },                      \
+	{ "stats", no_argument, 0, 'S' },                         \
+	{ "progress", no_argument, 0, 'P' },                      \
+	{ "no-progress", no_argument, 0, 'N' },                   \
+	{ "help", no_argument, 0, 'h' }
+
 struct copy_ui {
 	const char *cmd;            /* "cp", "send", "recv" */
 	struct cli_progress prog;

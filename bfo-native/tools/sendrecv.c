@@ -25,15 +25,7 @@ struct sr_args {
 };
 
 static const struct option longopts[] = {
-	{ "archive", no_argument, 0, 'a' },
-	{ "recursive", no_argument, 0, 'r' },
-	CLI_WRITE_LONGOPTS,
-	{ "update", no_argument, 0, 'u' },
-	{ "checksum", no_argument, 0, 'c' },
-	{ "stats", no_argument, 0, 'S' },
-	{ "progress", no_argument, 0, 'P' },
-	{ "no-progress", no_argument, 0, 'N' },
-	{ "help", no_argument, 0, 'h' },
+	COPY_UI_LONGOPTS,
 	{ 0, 0, 0, 0 },
 };
 
