@@ -33,6 +33,7 @@
 #include "send.h"
 #include "writer.h"
 #include "walk.h"
+#include "write.h"
 
 /* ---------------------------------------------------------- bookkeeping */
 
@@ -194,18 +195,25 @@ void copy_who_init(struct copy_who *who, bool archive)
 bool copy_unchanged(struct bfo_copier *c, int rootfd, const char *path, uint64_t size,
 		    int64_t msec, uint32_t mnsec, const void *data)
 {
+	char dir[BFO_WPATH_MAX];
+	const char *base = wpath_split(path, dir, sizeof(dir));
+	/* resolved as the writer resolves it: no symbolic link followed */
+	int dfd = rootfd < 0 ? -1 : wpath_open_dir(rootfd, dir, false);
 	struct stat st;
 	bool same;
 
-	if (rootfd < 0 || fstatat(rootfd, path, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-	    !S_ISREG(st.st_mode) || (uint64_t)st.st_size != size)
+	if (dfd < 0 || fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !S_ISREG(st.st_mode) || (uint64_t)st.st_size != size) {
+		if (dfd >= 0)
+			close(dfd);
 		return false;
+	}
 	if (!(c->flags & BFO_COPY_CHECKSUM)) {
 		same = st.st_mtim.tv_sec == msec && (uint64_t)st.st_mtim.tv_nsec == mnsec;
 	} else {
 		/* The content, whatever the times; a file in pieces (no data
 		 * whole here) is copied again. */
-		int fd = data ? openat(rootfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+		int fd = data ? openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
 		char buf[65536];
 		uint64_t at = 0;
 		ssize_t k = 0;
@@ -217,6 +225,7 @@ bool copy_unchanged(struct bfo_copier *c, int rootfd, const char *path, uint64_t
 		if (fd >= 0)
 			close(fd);
 	}
+	close(dfd);
 	if (same) {
 		pthread_mutex_lock(&c->lock);
 		c->st.skipped++;

@@ -358,6 +358,24 @@ static void scenario_update(void *arg)
 	t_sh("rm -rf '%s' && cp -a '%s' '%s'", ref, src, ref);
 	expect_same(ref, dst, cpa_flags() & ~TW_ATIME, "--update --checksum");
 	expect_same(ref, ldst, cpa_flags() & ~TW_ATIME, "cp --update --checksum");
+	/* a directory of the copy swapped for a symbolic link to a twin
+	 * outside: --update must not take the twin's files for the copy's */
+	{
+		char *twin = t_path(v->tmp, "twin");
+		struct tw_snap *snap;
+
+		t_sh("mv '%s/a/b/c' '%s' && ln -s '%s' '%s/a/b/c'", ldst, twin, twin, ldst);
+		snap = tw_snapshot(twin);
+		tw_runl(&r, BFO_CLI, "cp", "-a", "--update", "--stats", src, ltop, (char *)NULL);
+		TW_CHECK(r.status == 1 && strstr(r.err, "Too many levels"),
+			 "[cp --update, a symlinked directory] exit %d: %s", r.status, r.err);
+		TW_CHECK(tw_snap_diff(snap, twin, false, msg, sizeof(msg)) == 0,
+			 "[cp --update, a symlinked directory] the twin changed: %s", msg);
+		tw_run_free(&r);
+		tw_snap_free(snap);
+		t_sh("rm -rf '%s'", twin);
+		free(twin);
+	}
 	t_sh("rm -rf '%s' '%s' '%s' '%s'", src, top, ref, ltop);
 	free(ltop);
 	free(ldst);
