@@ -735,43 +735,6 @@ static void scenario_hostile(void *arg)
 
 /* ------------------------------------------------------------ broken */
 
-/* Every regular file below dst equals its namesake below src or the
- * journal says it is being written; returns the number that do not. */
-static const char *inv_src, *inv_dst;
-static int inv_bad;
-
-static int inv_visit(const char *p, const struct stat *st, int type, struct FTW *f)
-{
-	char why[256];
-	uint8_t *want;
-	uint64_t len;
-	const char *rel = p + strlen(inv_dst);
-
-	(void)f;
-	if (type != FTW_F || !S_ISREG(st->st_mode) || strstr(p, "/.bfo-journal"))
-		return 0;
-	if (t_read_plain(tw_fmt("%s%s", inv_src, rel), &want, &len) != 0) {
-		tw_check_fail(__FILE__, __LINE__, "source", "%s has no source", tw_esc(p));
-		inv_bad++;
-		return 0;
-	}
-	if (tw_file_check(AT_FDCWD, p, want, len, why, sizeof(why)) != 0) {
-		tw_check_fail(__FILE__, __LINE__, "complete", "%s torn: %s", tw_esc(p), why);
-		inv_bad++;
-	}
-	free(want);
-	return 0;
-}
-
-static int complete_or_absent(const char *src, const char *dst)
-{
-	inv_src = src;
-	inv_dst = dst;
-	inv_bad = 0;
-	nftw(dst, inv_visit, 64, FTW_PHYS);
-	return inv_bad;
-}
-
 static void scenario_broken(void *arg)
 {
 	const struct env *v = arg;
@@ -794,7 +757,7 @@ static void scenario_broken(void *arg)
 		TW_CHECK(r.status == 1 || r.status == 2, "[cut at %zu] exit %d: %s", cut, r.status, r.err);
 		TW_CHECK(strstr(r.err, "ends") != NULL, "[cut at %zu] no reason: %s", cut, r.err);
 		tw_run_free(&r);
-		TW_CHECK(complete_or_absent(v->src, dst) == 0, "[cut at %zu] torn files", cut);
+		TW_CHECK(tw_complete_or_absent(v->src, dst) == 0, "[cut at %zu] torn files", cut);
 		TW_CHECK(!tw_exists(dst) || tw_leftovers(dst, true, msg, sizeof(msg)) == 0,
 			 "[cut at %zu] leftovers: %s", cut, msg);
 		t_sh("rm -rf '%s'", dst);
@@ -809,7 +772,7 @@ static void scenario_broken(void *arg)
 		TW_CHECK(r.status == 1 && strstr(r.err, "Bad message"), "[data flipped] exit %d: %s",
 			 r.status, r.err);
 		tw_run_free(&r);
-		TW_CHECK(complete_or_absent(v->src, dst) == 0, "[data flipped] torn files");
+		TW_CHECK(tw_complete_or_absent(v->src, dst) == 0, "[data flipped] torn files");
 		TW_CHECK(tw_tree_diff(v->ref, dst, 0, NULL, msg, sizeof(msg)) == 1,
 			 "[data flipped] not exactly one file missing: %s", msg);
 		t_sh("rm -rf '%s'", dst);
@@ -916,7 +879,7 @@ static void scenario_kill(void *arg)
 				 r.status, r.err);
 			tw_run_free(&r);
 		}
-		TW_CHECK(complete_or_absent(src, dst) == 0, "[%s killed after %.0f%%] torn files",
+		TW_CHECK(tw_complete_or_absent(src, dst) == 0, "[%s killed after %.0f%%] torn files",
 			 kill_sender ? "sender" : "receiver", 100.0 * (double)at / (double)full);
 		if (tw_exists(dst))
 			TW_CHECK(tw_leftovers(dst, true, msg, sizeof(msg)) == 0, "[%s killed] leftovers: %s",

@@ -30,8 +30,12 @@
  *  - --remote-bfo /nonexistent/bfo: exit 2, a message naming --remote-bfo,
  *    nothing written (both ways).
  *  - a closed port: exit 2, "could not reach", nothing written (both ways).
+ *  - ssh killed (SIGKILL) in the middle of a push: bfo cp fails, the far
+ *    bfo recv ends; after bfo recover every file is complete or absent,
+ *    and the same command with --update finishes the copy (equal to cp -a).
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -41,6 +45,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -509,6 +514,102 @@ static void scenario_unreachable(void *arg)
 	tw_checks_end();
 }
 
+/* ssh killed in the middle of a push: the local side fails, the far
+ * receiver ends; after bfo recover every file is complete or absent, and
+ * the same command with --update finishes the copy. */
+static pid_t child_named(pid_t parent, const char *comm)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	pid_t found = -1;
+
+	while (d && found < 0 && (de = readdir(d))) {
+		char path[300], buf[512], name[64] = "";
+		int ppid = 0;
+		FILE *f;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+		if (!(f = fopen(path, "r")))
+			continue;
+		if (fgets(buf, sizeof(buf), f) && sscanf(buf, "%*d (%63[^)]) %*c %d", name, &ppid) == 2 &&
+		    ppid == parent && !strcmp(name, comm))
+			found = (pid_t)atoi(de->d_name);
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+static int count_regular_in(const char *dir)
+{
+	struct tw_run r;
+	int n;
+
+	tw_runl(&r, "sh", "-c", "find \"$1\" -type f -printf x 2>/dev/null | wc -c", "sh", dir,
+		(char *)NULL);
+	n = atoi(r.out);
+	tw_run_free(&r);
+	return n;
+}
+
+static void scenario_kill_ssh(void *arg)
+{
+	const struct env *v = arg;
+	char *src = t_path(v->tmp, "ksrc"), *dir = t_path(v->tmp, "kdir"), *ref = t_path(v->tmp, "kref");
+	char *dst = t_path(dir, "ksrc");
+	struct tw_run r;
+
+	t_sh("cp -a '%s' '%s'", v->src, src);
+	tw_mkdirs(tw_fmt("%s/bulk", src));
+	for (int i = 0; i < 600; i++)
+		t_write_random(tw_fmt("%s/bulk/%03d", src, i), 65536, 3000 + (uint64_t)i);
+	tw_mkdirs(dir);
+	tw_mkdirs(ref);
+	cp_a(src, ref);
+	char *argv[] = { BFO_CLI, "cp", "-a", "-e", (char *)v->rsh, "--remote-bfo", BFO_CLI, src,
+			 (char *)tw_fmt("root@%s:%s", HOST, dir), NULL };
+	pid_t pid = tw_spawn(argv, NULL, NULL), ssh = -1;
+
+	for (int i = 0; i < 400 && ssh < 0; i++) {      /* its ssh, once started */
+		ssh = child_named(pid, "ssh");
+		if (ssh < 0)
+			tw_sleep_ns(5000000);
+	}
+	T_ASSERT(ssh > 0, "no ssh under bfo cp");
+	/* once the far side has begun writing: the copy's directory exists */
+	for (int i = 0; i < 2000 && !tw_exists(tw_fmt("%s/bulk", dst)); i++)
+		tw_sleep_ns(5000000);
+	kill(ssh, SIGKILL);
+	int st = tw_wait(pid);
+
+	TW_CHECK(st == 1 || st == 2, "[ssh killed] bfo cp exit %d", st);
+	/* the far receiver sees its stream end and exits; give it time */
+	for (int i = 0; i < 200 && t_sh("pgrep -f '%s recv' > /dev/null", BFO_CLI) == 0; i++)
+		tw_sleep_ns(50000000);
+	tw_runl(&r, BFO_CLI, "recover", dir, (char *)NULL);
+	TW_CHECK(r.status == 0, "[ssh killed] bfo recover exit %d: %s", r.status, r.err);
+	tw_run_free(&r);
+	TW_CHECK(tw_complete_or_absent(src, dst) == 0, "[ssh killed] torn files");
+	t_log("ssh killed with %d of %d files copied", count_regular_in(dst), count_regular_in(src));
+	const char *up[] = { "-a", "--update", src, tw_fmt("root@%s:%s", HOST, dir), NULL };
+
+	bfo_cp(v, &r, up);
+	TW_CHECK(r.status == 0, "[ssh killed, then --update] exit %d: %s", r.status, r.err);
+	tw_run_free(&r);
+	/* atimes aside: the source was read again since the reference */
+	expect_same(tw_fmt("%s/ksrc", ref), dst, (TW_CP_A & ~TW_ATIME) | TW_TOP, "ssh killed, then --update");
+	t_sh("rm -rf '%s' '%s' '%s'", src, dir, ref);
+	free(src);
+	free(dir);
+	free(ref);
+	free(dst);
+	t_log("ssh killed mid-push: files complete or absent; --update finished the copy");
+	tw_checks_end();
+}
+
 int main(void)
 {
 	static struct env v;
@@ -538,6 +639,7 @@ int main(void)
 	t_subtest("update", 120, scenario_update, &v);
 	t_subtest("no remote bfo", 60, scenario_no_remote_bfo, &v);
 	t_subtest("unreachable", 60, scenario_unreachable, &v);
+	t_subtest("ssh killed", 120, scenario_kill_ssh, &v);
 	t_done();
 	return 0;
 }

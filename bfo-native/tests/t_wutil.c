@@ -1621,3 +1621,40 @@ int tw_gen_tree(const char *src, uint64_t seed)
 	}
 	return n;
 }
+
+/* ------------------------------------------------------------ complete or absent */
+
+static const char *inv_src, *inv_dst;
+static int inv_bad;
+
+static int inv_visit(const char *p, const struct stat *st, int type, struct FTW *f)
+{
+	char why[256];
+	uint8_t *want;
+	uint64_t len;
+	const char *rel = p + strlen(inv_dst);
+
+	(void)f;
+	if (type != FTW_F || !S_ISREG(st->st_mode) || strstr(p, "/.bfo-journal"))
+		return 0;
+	if (t_read_plain(tw_fmt("%s%s", inv_src, rel), &want, &len) != 0) {
+		tw_check_fail(__FILE__, __LINE__, "source", "%s has no source", tw_esc(p));
+		inv_bad++;
+		return 0;
+	}
+	if (tw_file_check(AT_FDCWD, p, want, len, why, sizeof(why)) != 0) {
+		tw_check_fail(__FILE__, __LINE__, "complete", "%s torn: %s", tw_esc(p), why);
+		inv_bad++;
+	}
+	free(want);
+	return 0;
+}
+
+int tw_complete_or_absent(const char *src, const char *dst)
+{
+	inv_src = src;
+	inv_dst = dst;
+	inv_bad = 0;
+	nftw(dst, inv_visit, 64, FTW_PHYS);
+	return inv_bad;
+}

@@ -249,4 +249,11 @@ void tw_gen_times(const char *p, int i);
 void tw_gen_mkdir(const char *p, mode_t mode);
 void tw_gen_xattr(const char *p, const char *k, const char *v);
 
+/*
+ * After a copy was killed: every regular file below dst (the journal's
+ * aside) holds the bytes of its namesake below src, or is absent.  Returns
+ * the number that do not, each reported as a failed check.
+ */
+int tw_complete_or_absent(const char *src, const char *dst);
+
 #endif
