@@ -49,7 +49,7 @@ int fid_of_fd(int fd, struct fid *id)
 
 bool fid_match(int fd, const struct fid *id)
 {
-	struct fid now;
+	struct fid now = { 0 };   /* (gcc -O3 cannot see fid_of_fd fill it) */
 
 	if (fid_of_fd(fd, &now))
 		return false;
