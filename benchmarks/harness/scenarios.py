@@ -127,6 +127,15 @@ def run_w1(*, fs_list, files, fsync_files, chosen, explicit, repeat, do_verify, 
     return failed
 
 
+def _source_listing(set_dir, label):
+    """The copy scenarios' source: its listing with hashes, regular files and their bytes."""
+    t0 = time.monotonic()
+    src_list = writecopy.listing(set_dir, hashes=True)
+    util.log(f"{label}: source listed and hashed ({len(src_list):,} entries) [{time.monotonic() - t0:.1f}s]")
+    files = [v for v in src_list.values() if v["type"] == "f"]
+    return src_list, len(files), sum(v["size"] for v in files)
+
+
 def run_m1(*, set_names, files_4k, src_fs, dest_fs, extras, chosen, repeat, do_verify, root, timeout, workdir,
            keep, scratch, helpers, bfo, results, md, outdir, cache):
     """Returns True when some method FAILED."""
@@ -137,12 +146,7 @@ def run_m1(*, set_names, files_4k, src_fs, dest_fs, extras, chosen, repeat, do_v
         with runner.open_set(spec, params, workdir=workdir, keep=keep, fs=src_fs, root=root) as (ws, plan, sinfo):
             n_extra = writecopy.add_meta_extras(ws.set_dir, root=root) if extras else 0
             try:
-                t0 = time.monotonic()
-                src_list = writecopy.listing(ws.set_dir, hashes=True)
-                util.log(f"M1 {name}: source listed and hashed ({len(src_list):,} entries) "
-                         f"[{time.monotonic() - t0:.1f}s]")
-                nfiles = sum(1 for v in src_list.values() if v["type"] == "f")
-                nbytes = sum(v["size"] for v in src_list.values() if v["type"] == "f")
+                src_list, nfiles, nbytes = _source_listing(ws.set_dir, f"M1 {name}")
                 size, inodes, need = spec.image_geometry(plan)
                 for dfs in dest_fs:
                     key = f"m1-{name}-{dfs}"
@@ -191,12 +195,7 @@ def run_m2(*, set_names, files_4k, src_fs, dest_fs, chosen, repeat, do_verify, r
             params = spec.params({"files": files_4k} if name == "4k" else None)
             with runner.open_set(spec, params, workdir=workdir, keep=keep, fs=src_fs, root=root) as (ws, plan,
                                                                                                    sinfo):
-                t0 = time.monotonic()
-                src_list = writecopy.listing(ws.set_dir, hashes=True)
-                util.log(f"M2 {name}: source listed and hashed ({len(src_list):,} entries) "
-                         f"[{time.monotonic() - t0:.1f}s]")
-                nfiles = sum(1 for v in src_list.values() if v["type"] == "f")
-                nbytes = sum(v["size"] for v in src_list.values() if v["type"] == "f")
+                src_list, nfiles, nbytes = _source_listing(ws.set_dir, f"M2 {name}")
                 size, inodes, need = spec.image_geometry(plan)
                 for dfs in dest_fs:
                     key = f"m2-{name}-{dfs}"
