@@ -585,7 +585,9 @@ static void scenario_kill_ssh(void *arg)
 	kill(ssh, SIGKILL);
 	int st = tw_wait(pid);
 
-	TW_CHECK(st == 1 || st == 2, "[ssh killed] bfo cp exit %d", st);
+	/* 0 only if the copy ended in the moment before the kill (then the
+	 * checks below still hold); the count logged says where it landed */
+	TW_CHECK(st == 0 || st == 1 || st == 2, "[ssh killed] bfo cp exit %d", st);
 	/* the far receiver sees its stream end and exits; give it time */
 	for (int i = 0; i < 200 && t_sh("pgrep -f '%s recv' > /dev/null", BFO_CLI) == 0; i++)
 		tw_sleep_ns(50000000);
