@@ -254,6 +254,33 @@ static void meta_from(struct bfo_copier *c, struct bfo_wentry *e, uint32_t mode,
 
 /* ---------------------------------------------------------- batches */
 
+void copy_batch_done(struct bfo_copier *c)
+{
+	uint64_t files = 0, others = 0, bytes = 0;
+
+	for (size_t i = 0; i < c->n; i++) {
+		const struct bfo_wentry *e = &c->e[i];
+
+		if (e->status) {
+			char *full = c->root ? join(c->root, e->path) : NULL;
+
+			copy_report(c, full ? full : e->path, e->status);
+			free(full);
+		} else if (e->type == BFO_WTYPE_FILE) {
+			bytes += e->length;
+			files += !(e->flags & (BFO_WENTRY_MORE | BFO_WENTRY_ABORT));
+		} else {
+			others++;
+		}
+	}
+	pthread_mutex_lock(&c->lock);
+	c->st.files += files;
+	c->st.others += others;
+	c->st.bytes += bytes;
+	c->st.batches++;
+	pthread_mutex_unlock(&c->lock);
+}
+
 /* A batch of bfo_copier_send goes on the stream; when the stream cannot
  * be written (the receiver went away), it and the rest of the run fail. */
 static void send_batch(struct bfo_copier *c)
@@ -276,31 +303,9 @@ static void flush(struct bfo_copier *c)
 	if (c->n && c->out)
 		send_batch(c);
 	if (c->n) {
-		int ret = c->out ? 0 : bfo_writer_write(c->w, c->e, (unsigned)c->n);
-		uint64_t files = 0, others = 0, bytes = 0;
-
-		for (size_t i = 0; i < c->n; i++) {
-			struct bfo_wentry *e = &c->e[i];
-
-			if (e->status) {
-				char *full = join(c->root, e->path);
-
-				copy_report(c, full ? full : e->path, e->status);
-				free(full);
-			} else if (e->type == BFO_WTYPE_FILE) {
-				bytes += e->length;
-				files += !(e->flags & (BFO_WENTRY_MORE | BFO_WENTRY_ABORT));
-			} else {
-				others++;
-			}
-		}
-		(void)ret;   /* a batch-level failure set every status: reported */
-		pthread_mutex_lock(&c->lock);
-		c->st.files += files;
-		c->st.others += others;
-		c->st.bytes += bytes;
-		c->st.batches++;
-		pthread_mutex_unlock(&c->lock);
+		if (!c->out)
+			bfo_writer_write(c->w, c->e, (unsigned)c->n);   /* failures: in the statuses */
+		copy_batch_done(c);
 	}
 	if (c->nheld)
 		bfo_read_release(c->rctx, c->held, (unsigned)c->nheld);

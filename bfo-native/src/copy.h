@@ -100,6 +100,10 @@ void copy_run_reset(struct bfo_copier *c);
 bool copy_unchanged(struct bfo_copier *c, int rootfd, const char *path, uint64_t size,
 		    int64_t msec, uint32_t mnsec, const void *data);
 
+/* The batch c->e[0..n) was written (or sent): each failed entry reported
+ * with its path below the root, the others counted in the statistics. */
+void copy_batch_done(struct bfo_copier *c);
+
 /* An entry failed: counted, and named through the error callback. */
 void copy_report(struct bfo_copier *c, const char *path, int status);
 /* The progress callback, at most every PROGRESS_NS unless force. */

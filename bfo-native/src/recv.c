@@ -479,7 +479,6 @@ static bool map_entry(struct rx *x, const struct wire_entry *w, struct bfo_wentr
 static int on_batch(struct rx *x, struct slot *s)
 {
 	struct bfo_copier *c = x->c;
-	uint64_t files = 0, others = 0, bytes = 0;
 	size_t at = 0;
 
 	x->records += s->f.count;
@@ -501,25 +500,8 @@ static int on_batch(struct rx *x, struct slot *s)
 			c->n++;
 	if (!c->n)
 		return 0;
-	bfo_writer_write(c->w, c->e, (unsigned)c->n);
-	for (size_t i = 0; i < c->n; i++) {
-		const struct bfo_wentry *e = &c->e[i];
-
-		if (e->status)
-			copy_report(c, e->path, e->status);
-		else if (e->type != BFO_WTYPE_FILE)
-			others++;
-		else if (!(e->flags & (BFO_WENTRY_MORE | BFO_WENTRY_ABORT)))
-			files++;
-		if (!e->status && e->type == BFO_WTYPE_FILE)
-			bytes += e->length;
-	}
-	pthread_mutex_lock(&c->lock);
-	c->st.files += files;
-	c->st.others += others;
-	c->st.bytes += bytes;
-	c->st.batches++;
-	pthread_mutex_unlock(&c->lock);
+	bfo_writer_write(c->w, c->e, (unsigned)c->n);   /* failures: in the statuses */
+	copy_batch_done(c);
 	c->n = 0;
 	copy_progress(c, false);
 	return 0;
