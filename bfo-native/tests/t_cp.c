@@ -85,17 +85,6 @@ static int bfo_cp(struct tw_run *r, uid_t uid, const char *const *args)
 	return r->status;
 }
 
-static void expect_same(const char *ref, const char *dst, unsigned flags, const char *what)
-{
-	char msg[8192];
-	int nd = tw_tree_diff(ref, dst, flags, NULL, msg, sizeof(msg));
-
-	TW_CHECK(nd == 0, "[%s] %d differences from cp: %s", what, nd, msg);
-	int nl = tw_leftovers(dst, true, msg, sizeof(msg));
-
-	TW_CHECK(nl == 0, "[%s] leftovers: %s", what, msg);
-}
-
 struct env {
 	const char *tmp, *src, *ref, *xfs;
 };
@@ -133,7 +122,7 @@ static void scenario_archive(void *arg)
 		bfo_cp(&r, (uid_t)-1, args);
 		TW_CHECK(r.status == 0 && r.err_len == 0, "[%s] exit %d, stderr: %s", what, r.status, r.err);
 		tw_run_free(&r);
-		expect_same(v->ref, dst, cpa_flags(), what);
+		tw_expect_copy(v->ref, dst, cpa_flags(), what);
 		t_sh("rm -rf '%s'", dst);
 		t_log("%s: compared with cp -a", what);
 		free(dst);
@@ -147,7 +136,7 @@ static void scenario_archive(void *arg)
 		TW_CHECK(strstr(r.err, "write engine stem") != NULL, "[cp -a onto XFS] not the stem engine: %s",
 			 r.err);
 		tw_run_free(&r);
-		expect_same(v->ref, dst, cpa_flags(), "cp -a onto XFS (stem)");
+		tw_expect_copy(v->ref, dst, cpa_flags(), "cp -a onto XFS (stem)");
 		t_sh("rm -rf '%s'", dst);
 		t_log("cp -a onto XFS (stem): compared with cp -a");
 		free(dst);
@@ -173,10 +162,10 @@ static void scenario_rules(void *arg)
 	tw_runl(&c, "cp", "-a", v->src, r1, (char *)NULL);
 	T_ASSERT(c.status == 0, "cp -a: %s", c.err);
 	tw_run_free(&c);
-	expect_same(r1, d1, (cpa_flags() & ~TW_TOP), "into an existing directory");
+	tw_expect_copy(r1, d1, (cpa_flags() & ~TW_TOP), "into an existing directory");
 	const char *base = strrchr(v->src, '/') + 1;
 
-	expect_same(tw_fmt("%s/%s", r1, base), tw_fmt("%s/%s", d1, base), cpa_flags(),
+	tw_expect_copy(tw_fmt("%s/%s", r1, base), tw_fmt("%s/%s", d1, base), cpa_flags(),
 		    "into an existing directory, the copy itself");
 
 	/* one file SRC -> the file DST */
@@ -223,7 +212,7 @@ static void scenario_rules(void *arg)
 	tw_runl(&c, "cp", "-a", sa, sf, sl, sd, sp, r2, (char *)NULL);
 	T_ASSERT(c.status == 0, "cp -a: %s", c.err);
 	tw_run_free(&c);
-	expect_same(r2, d2, cpa_flags() & ~TW_TOP, "several sources into a directory");
+	tw_expect_copy(r2, d2, cpa_flags() & ~TW_TOP, "several sources into a directory");
 
 	/* several SOURCEs onto a non-directory */
 	const char *a5[] = { "-a", sf, sl, df, NULL };
@@ -334,7 +323,7 @@ static void scenario_recursive(void *arg)
 	tw_runl(&c, "cp", "-r", v->src, ref, (char *)NULL);
 	T_ASSERT(c.status == 0, "cp -r: %s", c.err);
 	tw_run_free(&c);
-	expect_same(ref, dst, TW_MODE | TW_OWNER | TW_XATTRS | TW_TOP, "cp -r");
+	tw_expect_copy(ref, dst, TW_MODE | TW_OWNER | TW_XATTRS | TW_TOP, "cp -r");
 	/* times are the copy's own; hard links are not kept */
 	TW_CHECK(lstat(tw_fmt("%s/hl_a", v->src), &s1) == 0 && lstat(tw_fmt("%s/hl_a", dst), &s2) == 0 &&
 		 s2.st_mtim.tv_sec != s1.st_mtim.tv_sec && s2.st_nlink == 1,
@@ -398,11 +387,11 @@ static void scenario_dots(void *arg)
 			t_fail("chdir: %s", strerror(errno));
 		if (cases[k].below) {
 			/* DST's own times are those of its new entry */
-			expect_same(ref, dst, cpa_flags() & ~TW_TOP, what);
-			expect_same(tw_fmt("%s/dots-src", ref), tw_fmt("%s/dots-src", dst), cpa_flags(),
+			tw_expect_copy(ref, dst, cpa_flags() & ~TW_TOP, what);
+			tw_expect_copy(tw_fmt("%s/dots-src", ref), tw_fmt("%s/dots-src", dst), cpa_flags(),
 				    what);
 		} else {
-			expect_same(ref, dst, cpa_flags(), what);
+			tw_expect_copy(ref, dst, cpa_flags(), what);
 		}
 		t_sh("rm -rf '%s' '%s'", dst, ref);
 		free(dst);
@@ -444,7 +433,7 @@ static void scenario_noregular(void *arg)
 		tw_runl(&c, "cp", "-a", src, ref, (char *)NULL);
 		T_ASSERT(c.status == 0, "cp -a: %s", c.err);
 		tw_run_free(&c);
-		expect_same(ref, dst, cpa_flags(), k ? "a tree without regular files" : "an empty directory");
+		tw_expect_copy(ref, dst, cpa_flags(), k ? "a tree without regular files" : "an empty directory");
 		free(dst);
 		free(ref);
 	}
@@ -481,7 +470,7 @@ static void scenario_biglinks(void *arg)
 	tw_runl(&c, "cp", "-a", src, ref, (char *)NULL);
 	T_ASSERT(c.status == 0, "cp -a: %s", c.err);
 	tw_run_free(&c);
-	expect_same(ref, dst, cpa_flags(), "hard links to a 40 MiB file");
+	tw_expect_copy(ref, dst, cpa_flags(), "hard links to a 40 MiB file");
 	free(src);
 	free(dst);
 	free(ref);
@@ -613,7 +602,7 @@ static void scenario_missing_among(void *arg)
 	tw_runl(&c, "cp", "-a", missing, src, ref, (char *)NULL);
 	TW_CHECK(c.status == 1, "cp -a: exit %d", c.status);
 	tw_run_free(&c);
-	expect_same(ref, dst, cpa_flags() & ~TW_TOP, "a missing source among others");
+	tw_expect_copy(ref, dst, cpa_flags() & ~TW_TOP, "a missing source among others");
 
 	/* the API: the error callback names it */
 	struct bfo_copy_callbacks cb = { .error = on_error };

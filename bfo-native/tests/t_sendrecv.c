@@ -62,16 +62,6 @@ static unsigned cpa_flags(void)
 	return root_user ? TW_CP_A | TW_TOP : (TW_CP_A & ~TW_OWNER) | TW_TOP;
 }
 
-static void expect_same(const char *ref, const char *dst, unsigned flags, const char *what)
-{
-	char msg[8192];
-	int nd = tw_tree_diff(ref, dst, flags, NULL, msg, sizeof(msg));
-
-	TW_CHECK(nd == 0, "[%s] %d differences from cp: %s", what, nd, msg);
-	nd = tw_leftovers(dst, true, msg, sizeof(msg));
-	TW_CHECK(nd == 0, "[%s] leftovers: %s", what, msg);
-}
-
 /* `bfo send SARGS | bfo recv RARGS` through bash: both exit statuses. */
 static void pipe_run(struct tw_run *r, const char *sargs, const char *rargs, int *ssend,
 		     int *srecv)
@@ -103,7 +93,7 @@ static void scenario_pipes(void *arg)
 		TW_CHECK(s1 == 0 && s2 == 0 && r.err_len == 0, "[send -a | recv -a %s] exit %d/%d: %s",
 			 variants[k], s1, s2, r.err);
 		tw_run_free(&r);
-		expect_same(v->ref, dst, cpa_flags(), tw_fmt("send | recv %s", variants[k]));
+		tw_expect_copy(v->ref, dst, cpa_flags(), tw_fmt("send | recv %s", variants[k]));
 		t_sh("rm -rf '%s'", dst);
 		free(dst);
 	}
@@ -114,7 +104,7 @@ static void scenario_pipes(void *arg)
 	pipe_run(&r, tw_fmt("-a '%s'", v->src), tw_fmt("-a '%s'", into), &s1, &s2);
 	TW_CHECK(s1 == 0 && s2 == 0, "[into a directory] exit %d/%d: %s", s1, s2, r.err);
 	tw_run_free(&r);
-	expect_same(v->ref, tw_fmt("%s/src", into), cpa_flags(), "into a directory");
+	tw_expect_copy(v->ref, tw_fmt("%s/src", into), cpa_flags(), "into a directory");
 	/* SRC/. into an existing directory: the contents, and SRC's metadata */
 	char *dot = t_path(v->tmp, "dot"), *dotref = t_path(v->tmp, "dotref");
 
@@ -126,7 +116,7 @@ static void scenario_pipes(void *arg)
 	tw_runl(&c, "cp", "-a", tw_fmt("%s/.", v->src), dotref, (char *)NULL);
 	T_ASSERT(c.status == 0, "cp -a SRC/.: %s", c.err);
 	tw_run_free(&c);
-	expect_same(dotref, dot, cpa_flags(), "SRC/.");
+	tw_expect_copy(dotref, dot, cpa_flags(), "SRC/.");
 	/* several sources into a directory, as cp does it */
 	char *many = t_path(v->tmp, "many"), *manyref = t_path(v->tmp, "manyref");
 
@@ -141,7 +131,7 @@ static void scenario_pipes(void *arg)
 	T_ASSERT(c.status == 0, "cp -a several: %s", c.err);
 	tw_run_free(&c);
 	/* (the directory's own times are its own: it took new names) */
-	expect_same(manyref, many, cpa_flags() & ~TW_TOP, "several sources");
+	tw_expect_copy(manyref, many, cpa_flags() & ~TW_TOP, "several sources");
 	/* several sources onto a path that is not a directory: exit 2 */
 	pipe_run(&r, tw_fmt("-a '%s/a' '%s/suid'", v->src, v->src),
 		 tw_fmt("-a '%s/nodir'", v->tmp), &s1, &s2);
@@ -171,7 +161,7 @@ static void scenario_pipes(void *arg)
 	tw_runl(&c, "cp", "-r", v->src, recref, (char *)NULL);
 	T_ASSERT(c.status == 0, "cp -r: %s", c.err);
 	tw_run_free(&c);
-	expect_same(recref, rec, TW_MODE | TW_OWNER | TW_XATTRS | TW_TOP, "send | recv without -a");
+	tw_expect_copy(recref, rec, TW_MODE | TW_OWNER | TW_XATTRS | TW_TOP, "send | recv without -a");
 	t_sh("rm -rf '%s' '%s' '%s' '%s' '%s' '%s' '%s' '%s/onefile'", into, dot, dotref, many,
 	     manyref, rec, recref, v->tmp);
 	free(into);
@@ -217,7 +207,7 @@ static void scenario_links(void *arg)
 	tw_runl(&c, "cp", "-a", src, ref, (char *)NULL);
 	T_ASSERT(c.status == 0, "cp -a: %s", c.err);
 	tw_run_free(&c);
-	expect_same(ref, dst, cpa_flags(), "hard links across frames");
+	tw_expect_copy(ref, dst, cpa_flags(), "hard links across frames");
 	t_sh("rm -rf '%s' '%s' '%s'", src, dst, ref);
 	free(src);
 	free(dst);
@@ -238,12 +228,12 @@ static void scenario_rsh(void *arg)
 		tw_fmt("somehost:%s", odd), (char *)NULL);
 	TW_CHECK(r.status == 0 && r.err_len == 0, "[cp -a SRC HOST:DST] exit %d: %s", r.status, r.err);
 	tw_run_free(&r);
-	expect_same(v->ref, odd, cpa_flags(), "cp -a SRC HOST:DST");
+	tw_expect_copy(v->ref, odd, cpa_flags(), "cp -a SRC HOST:DST");
 	tw_runl(&r, BFO_CLI, "cp", "-a", "-e", v->rsh, "--remote-bfo", BFO_CLI,
 		tw_fmt("somehost:%s", odd), back, (char *)NULL);
 	TW_CHECK(r.status == 0 && r.err_len == 0, "[cp -a HOST:SRC DST] exit %d: %s", r.status, r.err);
 	tw_run_free(&r);
-	expect_same(v->ref, back, cpa_flags(), "cp -a HOST:SRC DST");
+	tw_expect_copy(v->ref, back, cpa_flags(), "cp -a HOST:SRC DST");
 	/* both remote, and a remote shell that is not there */
 	tw_runl(&r, BFO_CLI, "cp", "h:a", "h:b", (char *)NULL);
 	TW_CHECK(r.status == 2 && strstr(r.err, "both be remote"), "[HOST:SRC HOST:DST] exit %d: %s",
@@ -333,8 +323,8 @@ static void scenario_update(void *arg)
 	tw_runl(&c, "cp", "-a", src, ref, (char *)NULL);
 	T_ASSERT(c.status == 0, "cp -a: %s", c.err);
 	tw_run_free(&c);
-	expect_same(ref, dst, cpa_flags() & ~TW_ATIME, "--update");
-	expect_same(ref, ldst, cpa_flags() & ~TW_ATIME, "cp --update");
+	tw_expect_copy(ref, dst, cpa_flags() & ~TW_ATIME, "--update");
+	tw_expect_copy(ref, ldst, cpa_flags() & ~TW_ATIME, "cp --update");
 	/* same size, same mtime, other bytes: only --checksum sees it */
 	t_sh("cp -p '%s/a/b/f002' '%s/keep' && head -c 4096 /dev/urandom > '%s/a/b/f002' && "
 	     "touch -r '%s/keep' '%s/a/b/f002' && rm '%s/keep'", src, v->tmp, src, v->tmp, src, v->tmp);
@@ -356,8 +346,8 @@ static void scenario_update(void *arg)
 	TW_CHECK(r.status == 0, "[cp --update --checksum] exit %d: %s", r.status, r.err);
 	tw_run_free(&r);
 	t_sh("rm -rf '%s' && cp -a '%s' '%s'", ref, src, ref);
-	expect_same(ref, dst, cpa_flags() & ~TW_ATIME, "--update --checksum");
-	expect_same(ref, ldst, cpa_flags() & ~TW_ATIME, "cp --update --checksum");
+	tw_expect_copy(ref, dst, cpa_flags() & ~TW_ATIME, "--update --checksum");
+	tw_expect_copy(ref, ldst, cpa_flags() & ~TW_ATIME, "cp --update --checksum");
 	/* a directory of the copy swapped for a symbolic link to a twin
 	 * outside: --update must not take the twin's files for the copy's */
 	{
@@ -916,7 +906,7 @@ static void scenario_kill(void *arg)
 		char *ref = t_path(v->tmp, "kref");
 
 		t_sh("rm -rf '%s' && cp -a '%s' '%s'", ref, src, ref);
-		expect_same(ref, dst, cpa_flags() & ~TW_ATIME, kill_sender ?
+		tw_expect_copy(ref, dst, cpa_flags() & ~TW_ATIME, kill_sender ?
 			    "sender killed, then --update" : "receiver killed, then --update");
 		t_sh("rm -rf '%s'", ref);
 		free(ref);

@@ -243,22 +243,11 @@ static void cp_a(const char *src, const char *dst)
 	tw_run_free(&c);
 }
 
-static void expect_same(const char *ref, const char *dst, unsigned flags, const char *what)
-{
-	char msg[8192];
-	int nd = tw_tree_diff(ref, dst, flags, NULL, msg, sizeof(msg));
-
-	TW_CHECK(nd == 0, "[%s] %d differences from cp -a: %s", what, nd, msg);
-	int nl = tw_leftovers(dst, true, msg, sizeof(msg));
-
-	TW_CHECK(nl == 0, "[%s] leftovers: %s", what, msg);
-}
-
 /* DIR holds only src, equal to REFDIR/src (the top's metadata too). */
 static void expect_copy_in(const char *refdir, const char *dir, const char *what)
 {
-	expect_same(refdir, dir, TW_CP_A, what);
-	expect_same(tw_fmt("%s/src", refdir), tw_fmt("%s/src", dir), TW_CP_A | TW_TOP, what);
+	tw_expect_copy(refdir, dir, TW_CP_A, what);
+	tw_expect_copy(tw_fmt("%s/src", refdir), tw_fmt("%s/src", dir), TW_CP_A | TW_TOP, what);
 }
 
 /* ------------------------------------------------------------ scenarios */
@@ -327,7 +316,7 @@ static void scenario_quoting(void *arg)
 	TW_CHECK(r.status == 0 && r.err_len == 0, "[push, odd names] exit %d, stderr: %s", r.status, r.err);
 	tw_run_free(&r);
 	TW_CHECK(tw_exists(pushed), "[push, odd names] no %s", tw_esc(pushed));
-	expect_same(ref, pushed, TW_CP_A | TW_TOP, "push, odd names");
+	tw_expect_copy(ref, pushed, TW_CP_A | TW_TOP, "push, odd names");
 
 	const char *a2[] = { "-a", tw_fmt("%s:%s", HOST, src), pulled, NULL };
 
@@ -335,7 +324,7 @@ static void scenario_quoting(void *arg)
 	TW_CHECK(r.status == 0 && r.err_len == 0, "[pull, odd names] exit %d, stderr: %s", r.status, r.err);
 	tw_run_free(&r);
 	TW_CHECK(tw_exists(pulled), "[pull, odd names] no %s", tw_esc(pulled));
-	expect_same(ref, pulled, TW_CP_A | TW_TOP, "pull, odd names");
+	tw_expect_copy(ref, pulled, TW_CP_A | TW_TOP, "pull, odd names");
 	t_log("quoting: names with space, ' \" $ ` ; both ways equal cp -a");
 	free(src);
 	free(ref);
@@ -602,7 +591,7 @@ static void scenario_kill_ssh(void *arg)
 	TW_CHECK(r.status == 0, "[ssh killed, then --update] exit %d: %s", r.status, r.err);
 	tw_run_free(&r);
 	/* atimes aside: the source was read again since the reference */
-	expect_same(tw_fmt("%s/ksrc", ref), dst, (TW_CP_A & ~TW_ATIME) | TW_TOP, "ssh killed, then --update");
+	tw_expect_copy(tw_fmt("%s/ksrc", ref), dst, (TW_CP_A & ~TW_ATIME) | TW_TOP, "ssh killed, then --update");
 	t_sh("rm -rf '%s' '%s' '%s'", src, dir, ref);
 	free(src);
 	free(dir);

@@ -1658,3 +1658,13 @@ int tw_complete_or_absent(const char *src, const char *dst)
 	nftw(dst, inv_visit, 64, FTW_PHYS);
 	return inv_bad;
 }
+
+void tw_expect_copy(const char *ref, const char *dst, unsigned flags, const char *what)
+{
+	char msg[8192];
+	int nd = tw_tree_diff(ref, dst, flags, NULL, msg, sizeof(msg));
+
+	TW_CHECK(nd == 0, "[%s] %d differences from the reference copy: %s", what, nd, msg);
+	nd = tw_leftovers(dst, true, msg, sizeof(msg));
+	TW_CHECK(nd == 0, "[%s] leftovers: %s", what, msg);
+}

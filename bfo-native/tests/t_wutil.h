@@ -256,4 +256,9 @@ void tw_gen_xattr(const char *p, const char *k, const char *v);
  */
 int tw_complete_or_absent(const char *src, const char *dst);
 
+/* A copy at dst equals the reference ref (cp's, made the plain way) in
+ * what flags ask (TW_*), and left no .bfo-tmp.* or .bfo-journal: checks
+ * (TW_CHECK) named by what. */
+void tw_expect_copy(const char *ref, const char *dst, unsigned flags, const char *what);
+
 #endif
