@@ -269,18 +269,6 @@ static long skipped_of(const char *err)
 	return p ? strtol(p, NULL, 10) : -1;
 }
 
-static int count_regular(const char *dir)
-{
-	struct tw_run r;
-	int n;
-
-	/* one byte per file: names may hold newlines */
-	tw_runl(&r, "sh", "-c", "find \"$1\" -type f -printf x | wc -c", "sh", dir, (char *)NULL);
-	n = atoi(r.out);
-	tw_run_free(&r);
-	return n;
-}
-
 static void scenario_update(void *arg)
 {
 	const struct env *v = arg;
@@ -303,7 +291,7 @@ static void scenario_update(void *arg)
 	tw_runl(&r, BFO_CLI, "cp", "-a", src, ltop, (char *)NULL);
 	T_ASSERT(r.status == 0, "first local copy: %s", r.err);
 	tw_run_free(&r);
-	files = count_regular(src);
+	files = tw_count_regular(src);
 	/* a new file, a changed one (new bytes, new mtime) */
 	t_write_random(tw_fmt("%s/a/new.bin", src), 10000, 99);
 	t_write_random(tw_fmt("%s/a/b/f002", src), 4096, 98);

@@ -532,18 +532,6 @@ static pid_t child_named(pid_t parent, const char *comm)
 	return found;
 }
 
-static int count_regular_in(const char *dir)
-{
-	struct tw_run r;
-	int n;
-
-	tw_runl(&r, "sh", "-c", "find \"$1\" -type f -printf x 2>/dev/null | wc -c", "sh", dir,
-		(char *)NULL);
-	n = atoi(r.out);
-	tw_run_free(&r);
-	return n;
-}
-
 static void scenario_kill_ssh(void *arg)
 {
 	const struct env *v = arg;
@@ -584,7 +572,7 @@ static void scenario_kill_ssh(void *arg)
 	TW_CHECK(r.status == 0, "[ssh killed] bfo recover exit %d: %s", r.status, r.err);
 	tw_run_free(&r);
 	TW_CHECK(tw_complete_or_absent(src, dst) == 0, "[ssh killed] torn files");
-	t_log("ssh killed with %d of %d files copied", count_regular_in(dst), count_regular_in(src));
+	t_log("ssh killed with %d of %d files copied", tw_count_regular(dst), tw_count_regular(src));
 	const char *up[] = { "-a", "--update", src, tw_fmt("root@%s:%s", HOST, dir), NULL };
 
 	bfo_cp(v, &r, up);

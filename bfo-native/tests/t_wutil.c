@@ -1668,3 +1668,16 @@ void tw_expect_copy(const char *ref, const char *dst, unsigned flags, const char
 	nd = tw_leftovers(dst, true, msg, sizeof(msg));
 	TW_CHECK(nd == 0, "[%s] leftovers: %s", what, msg);
 }
+
+int tw_count_regular(const char *dir)
+{
+	struct tw_run r;
+	int n;
+
+	/* one byte per file: names may hold newlines */
+	tw_runl(&r, "sh", "-c", "find \"$1\" -type f -printf x 2>/dev/null | wc -c", "sh", dir,
+		(char *)NULL);
+	n = atoi(r.out);
+	tw_run_free(&r);
+	return n;
+}

@@ -261,4 +261,7 @@ int tw_complete_or_absent(const char *src, const char *dst);
  * (TW_CHECK) named by what. */
 void tw_expect_copy(const char *ref, const char *dst, unsigned flags, const char *what);
 
+/* The regular files below dir, each name counted (0 when dir is absent). */
+int tw_count_regular(const char *dir);
+
 #endif
