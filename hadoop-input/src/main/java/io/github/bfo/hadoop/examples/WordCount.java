@@ -16,6 +16,7 @@ import org.apache.hadoop.mapreduce.CounterGroup;
 import org.apache.hadoop.mapreduce.Counters;
 import org.apache.hadoop.mapreduce.InputFormat;
 import org.apache.hadoop.mapreduce.Job;
+import org.apache.hadoop.mapreduce.MRJobConfig;
 import org.apache.hadoop.mapreduce.Mapper;
 import org.apache.hadoop.mapreduce.Reducer;
 import org.apache.hadoop.mapreduce.lib.input.CombineTextInputFormat;
@@ -188,7 +189,10 @@ public class WordCount extends Configured implements Tool {
             conf.setInt("mapreduce.client.completion.pollinterval", 50);   // not 5 s: the job's time is measured
         }
         Job job = Job.getInstance(conf, (readOnly ? "read-only count (" : "wordcount (") + format + ")");
-        job.setJarByClass(WordCount.class);
+        if (conf.get(MRJobConfig.JAR) == null) {
+            // a job jar the user named (-D mapreduce.job.jar=...) wins over the jar this class came from
+            job.setJarByClass(WordCount.class);
+        }
         job.setInputFormatClass(inputFormat);
         int inputs = readOnly ? paths.size() : paths.size() - 1;
         for (int i = 0; i < inputs; i++) {
