@@ -18,7 +18,9 @@ Jobs (one run each, the same split size for every format, recursive input):
   wordcount  WordCount with a combiner, one reducer
 each with BatchTextInputFormat (bfo) and CombineTextInputFormat (combine) on
 the whole set, and with bfo and TextInputFormat (text: one map task per file)
-on the subset. Checks: the record and byte counts equal the generator's own
+on the subset. As root, bfo also runs as user nobody on the whole set: the
+job a task without access to the block device runs (the io_uring engine, or
+bfo-java's Java engine where io_uring is refused), as on most clusters. Checks: the record and byte counts equal the generator's own
 count (TextInputFormat's line rules), the WordCount outputs are identical
 across formats on the same input and their total equals the generator's word
 count. Times: the job (submission to completion, printed by the driver) split
@@ -34,6 +36,7 @@ import random
 import re
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -48,6 +51,7 @@ SUBSET = 2000
 MIN_SIZE, MAX_SIZE = 512, 16 << 10
 SPLIT_MAXSIZE = 128 << 20          # the same for every format
 MAP_SLOTS = 2                      # mapreduce.local.map.tasks.maximum (the machine has 2 cores)
+NOBODY, NOGROUP = "nobody", "nogroup"   # the unprivileged rows' user
 EOL_RE = re.compile(rb"\r\n|\r|\n")
 WORD_RE = re.compile(rb"[^ \t\n\r\f]+")    # java.util.StringTokenizer's default delimiters
 
@@ -242,17 +246,64 @@ def _output_digest(out_dir):
     return hashlib.sha256(b"\n".join(lines)).hexdigest(), len(lines), total
 
 
-def _run_job(*, snap, job, fmt, inp, out, ref, root, warm_files, timeout, tmp):
+def _nobody_copy(snap, program_files):
+    """The launcher and the classpath where nobody can read them (root's ~/.m2 is mode 0700), and a
+    directory nobody owns for the job's output and hadoop.tmp.dir: (dir, the program files to warm)."""
+    d = Path(tempfile.mkdtemp(prefix="bfo-h1-nobody-", dir="/tmp"))
+    os.chmod(d, 0o755)
+    (d / "bin").mkdir()
+    for f in (LAUNCHER, LAUNCHER.parent / "log4j.properties"):
+        shutil.copy2(f, d / "bin" / f.name)
+    (d / "target").mkdir()
+    cp = []
+    for i, e in enumerate([str(program_files[0])] + (snap / "classpath.txt").read_text().strip().split(":")):
+        src = Path(e)
+        dst = d / "target" / (src.name if i == 0 else f"cp{i}-{src.name}")
+        if src.is_dir():
+            shutil.copytree(src, dst)
+        else:
+            try:
+                os.link(src, dst)
+            except OSError:
+                shutil.copy2(src, dst)
+        if i > 0:
+            cp.append(str(dst))
+    (d / "target" / "classpath.txt").write_text(":".join(cp))
+    for p in [d] + list(d.rglob("*")):
+        os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    os.chmod(d / "bin" / LAUNCHER.name, 0o755)
+    (d / "work").mkdir()
+    shutil.chown(d / "work", NOBODY, NOGROUP)
+    return d, [p for p in (d / "target").iterdir() if p.suffix == ".jar"]
+
+
+def _reachable_by_others(path):
+    """The directory (of the input) and its parents searchable by any user; else the first that is not."""
+    for p in [Path(path)] + list(Path(path).parents):
+        if not os.stat(p).st_mode & 0o001:
+            return p
+    return None
+
+
+def _run_job(*, snap, job, fmt, inp, out, ref, root, warm_files, timeout, tmp, nobody=None):
     if out.exists():
         shutil.rmtree(out)
-    cmd = [LAUNCHER,
+    launcher = LAUNCHER
+    env = dict(os.environ, BFO_WORDCOUNT_TARGET=str(snap))
+    prefix = []
+    if nobody:
+        launcher = nobody / "bin" / LAUNCHER.name
+        env.update(BFO_WORDCOUNT_TARGET=str(nobody / "target"), HOME=str(nobody / "work"))
+        prefix = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOGROUP}", "--clear-groups"]
+        out, tmp = nobody / "work" / out.name, nobody / "work" / "hadoop-tmp"
+    cmd = prefix + [launcher,
            "-D", "mapreduce.input.fileinputformat.input.dir.recursive=true",
            "-D", f"mapreduce.input.fileinputformat.split.maxsize={SPLIT_MAXSIZE}",
            "-D", f"mapreduce.local.map.tasks.maximum={MAP_SLOTS}",
            "-D", f"hadoop.tmp.dir={tmp}",
+           "-D", f"mapreduce.jobtracker.staging.root.dir={tmp}/staging",   # the local runner's default: /tmp/hadoop
            "--input-format", fmt]
     cmd += ["--read-only", inp] if job == "read-only" else [inp, out]
-    env = dict(os.environ, BFO_WORDCOUNT_TARGET=str(snap))
     _cold(root, warm_files)
     r = util.run(cmd, timeout=timeout, env=env)
     res = {"format": fmt, "process_seconds": r.seconds, "exit": r.returncode, "command": " ".join(map(str, cmd))}
@@ -284,15 +335,17 @@ def _run_job(*, snap, job, fmt, inp, out, ref, root, warm_files, timeout, tmp):
 # --------------------------------------------------------------------------
 # The scenario
 # --------------------------------------------------------------------------
-JOBS = [  # (table key, job, format, input part)
-    ("read-only", "read-only", "bfo", "all"),
-    ("read-only", "read-only", "combine", "all"),
-    ("wordcount", "wordcount", "bfo", "all"),
-    ("wordcount", "wordcount", "combine", "all"),
-    ("read-only subset", "read-only", "bfo", "subset"),
-    ("read-only subset", "read-only", "text", "subset"),
-    ("wordcount subset", "wordcount", "bfo", "subset"),
-    ("wordcount subset", "wordcount", "text", "subset"),
+JOBS = [  # (table key, job, format, input part, user: None = the harness's, NOBODY = unprivileged, root only)
+    ("read-only", "read-only", "bfo", "all", None),
+    ("read-only", "read-only", "combine", "all", None),
+    ("read-only", "read-only", "bfo", "all", NOBODY),
+    ("wordcount", "wordcount", "bfo", "all", None),
+    ("wordcount", "wordcount", "combine", "all", None),
+    ("wordcount", "wordcount", "bfo", "all", NOBODY),
+    ("read-only subset", "read-only", "bfo", "subset", None),
+    ("read-only subset", "read-only", "text", "subset", None),
+    ("wordcount subset", "wordcount", "bfo", "subset", None),
+    ("wordcount subset", "wordcount", "text", "subset", None),
 ]
 FORMAT_NAMES = {"bfo": "BatchTextInputFormat", "combine": "CombineTextInputFormat", "text": "TextInputFormat"}
 
@@ -306,16 +359,16 @@ def table(results):
     for key in dict.fromkeys(k for k, *_ in JOBS):
         runs = [r for r in results["runs"] if r["key"] == key]
         base = next((r for r in runs if r["format"] != "bfo"), None)
-        bfo = next((r for r in runs if r["format"] == "bfo"), None)
         for r in runs:
+            bfo = r
             ratio = ratio_run = ratio_submit = None
-            if r is bfo and base and bfo.get("seconds") and base.get("seconds"):
+            if r["format"] == "bfo" and base and bfo.get("seconds") and base.get("seconds"):
                 ratio = base["seconds"] / bfo["seconds"]
                 if bfo.get("run_seconds") and base.get("run_seconds"):
                     ratio_run = base["run_seconds"] / bfo["run_seconds"]
                 if bfo.get("submit_seconds") and base.get("submit_seconds"):
                     ratio_submit = base["submit_seconds"] / bfo["submit_seconds"]
-            rows.append([key, FORMAT_NAMES[r["format"]], f"{r['files']:,}", r.get("map_tasks") or "-",
+            rows.append([key, FORMAT_NAMES[r["format"]] + (f" as {r['user']}" if r.get("user") else ""), f"{r['files']:,}", r.get("map_tasks") or "-",
                          _fmt(r.get("seconds")), _fmt(r.get("submit_seconds")), _fmt(r.get("run_seconds")),
                          _fmt(r.get("process_seconds")),
                          f"{ratio:.2f}x" if ratio else "", f"{ratio_submit:.2f}x" if ratio_submit else "",
@@ -367,6 +420,7 @@ def _run_h1(args):
         scratch = workdir / f"h1-scratch-{os.getpid()}"
         scratch.mkdir(exist_ok=True)
         failed = False
+        nobody = None
         try:
             with ws_cls(workdir, "h1", params, args.keep, fs="ext4", size_bytes=size, inodes=inodes,
                         need_bytes=need) as ws:
@@ -383,12 +437,22 @@ def _run_h1(args):
                              f"{ref['all']['records']:,} lines, {ref['all']['words']:,} words")
                 results["reference"] = ref
                 results["workspace"] = ws.info
-                for key, job, fmt, part in JOBS:
-                    util.log(f"H1 {key}: {FORMAT_NAMES[fmt]} on {ref[part]['files']:,} files, {cache} cache")
+                if root and not args.no_unprivileged:
+                    closed = _reachable_by_others(data)
+                    if closed:
+                        raise RuntimeError(f"user {NOBODY} cannot reach the set: {closed} is not searchable by "
+                                           f"others (choose another --workdir, or --no-unprivileged)")
+                    nobody, nobody_jars = _nobody_copy(snap, program_files)
+                    warm_files = warm_files + nobody_jars
+                for key, job, fmt, part, user in JOBS:
+                    if user and not nobody:
+                        continue
+                    util.log(f"H1 {key}: {FORMAT_NAMES[fmt]} on {ref[part]['files']:,} files, {cache} cache"
+                             + (f", as {user}" if user else ""))
                     r = _run_job(snap=snap, job=job, fmt=fmt, inp=data / part, out=scratch / f"out-{key}-{fmt}",
                                  ref=ref[part], root=root, warm_files=warm_files, timeout=timeout,
-                                 tmp=scratch / "hadoop-tmp")
-                    r.update(key=key, job=job, part=part, files=ref[part]["files"])
+                                 tmp=scratch / "hadoop-tmp", nobody=nobody if user else None)
+                    r.update(key=key, job=job, part=part, files=ref[part]["files"], user=user)
                     util.log(f"  job {_fmt(r['seconds'])} s (submit {_fmt(r['submit_seconds'])} s, run "
                              f"{_fmt(r['run_seconds'])} s), process {r['process_seconds']:.2f} s"
                              + ("" if not r["problems"] else "  PROBLEMS: " + "; ".join(r["problems"])))
@@ -396,7 +460,8 @@ def _run_h1(args):
                     (outdir / "results.json").write_text(json.dumps(results, indent=1, default=str))
                 # the same WordCount output whatever the format
                 for key in ("wordcount", "wordcount subset"):
-                    digests = {r["format"]: r.get("output_sha256") for r in results["runs"] if r["key"] == key}
+                    digests = {(r["format"], r["user"]): r.get("output_sha256") for r in results["runs"]
+                               if r["key"] == key}
                     if len(set(digests.values())) != 1 or None in digests.values():
                         for r in results["runs"]:
                             if r["key"] == key:
@@ -406,6 +471,8 @@ def _run_h1(args):
             with util.cleaning():
                 shutil.rmtree(scratch, ignore_errors=True)
                 shutil.rmtree(snap, ignore_errors=True)
+                if nobody:
+                    shutil.rmtree(nobody, ignore_errors=True)
     results["complete"] = True
     results["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %z")
     m = runner.machine_info(workdir)

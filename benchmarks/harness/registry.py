@@ -31,5 +31,6 @@ REGISTRY = {s.name: s for s in (
     Scenario("t1", "tar -c plain / --sort=inode / --use-bfo on the 4k and mixed sets", "tar", "main", False),
     Scenario("t2", "tar -x + sync plain / --use-bfo, a fresh ext4 per run", "tar", "main", False),
     Scenario("h1", "MapReduce on 100,000 small text files: BatchText vs CombineText", "hadoop", "run_h1", False),
+    Scenario("h2", "MapReduce on 20,000 small text files in HDFS: BatchText vs CombineText", "hdfs", "run_h2", False),
     Scenario("s1", "Spark on 100,000 small files: bfo vs binaryFile and text", "spark", "main", False),
 )}
