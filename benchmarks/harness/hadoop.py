@@ -285,7 +285,7 @@ def _reachable_by_others(path):
     return None
 
 
-def _run_job(*, snap, job, fmt, inp, out, ref, root, warm_files, timeout, tmp, nobody=None):
+def _run_job(*, snap, job, fmt, inp, out, ref, root, warm_files, timeout, tmp, nobody=None, settings=()):
     if out.exists():
         shutil.rmtree(out)
     launcher = LAUNCHER
@@ -303,6 +303,8 @@ def _run_job(*, snap, job, fmt, inp, out, ref, root, warm_files, timeout, tmp, n
            "-D", f"hadoop.tmp.dir={tmp}",
            "-D", f"mapreduce.jobtracker.staging.root.dir={tmp}/staging",   # the local runner's default: /tmp/hadoop
            "--input-format", fmt]
+    for kv in settings:
+        cmd[len(prefix) + 1:len(prefix) + 1] = ["-D", kv]
     cmd += ["--read-only", inp] if job == "read-only" else [inp, out]
     _cold(root, warm_files)
     r = util.run(cmd, timeout=timeout, env=env)
@@ -368,7 +370,8 @@ def table(results):
                     ratio_run = base["run_seconds"] / bfo["run_seconds"]
                 if bfo.get("submit_seconds") and base.get("submit_seconds"):
                     ratio_submit = base["submit_seconds"] / bfo["submit_seconds"]
-            rows.append([key, FORMAT_NAMES[r["format"]] + (f" as {r['user']}" if r.get("user") else ""), f"{r['files']:,}", r.get("map_tasks") or "-",
+            label = r.get("label") or FORMAT_NAMES[r["format"]] + (f" as {r['user']}" if r.get("user") else "")
+            rows.append([key, label, f"{r['files']:,}", r.get("map_tasks") or "-",
                          _fmt(r.get("seconds")), _fmt(r.get("submit_seconds")), _fmt(r.get("run_seconds")),
                          _fmt(r.get("process_seconds")),
                          f"{ratio:.2f}x" if ratio else "", f"{ratio_submit:.2f}x" if ratio_submit else "",
