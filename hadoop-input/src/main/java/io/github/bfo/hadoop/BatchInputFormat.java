@@ -13,7 +13,8 @@ import java.util.List;
 /**
  * What {@link BatchFileInputFormat} and {@link BatchTextInputFormat} share
  * ({@code mapreduce} API; {@code mapred.BatchInputFormat} is the old API's):
- * the planner's splits, many whole files each, read as one batch.
+ * the planner's splits, many whole files each, read as one batch
+ * (BatchTextInputFormat adds the splits of large files).
  */
 abstract class BatchInputFormat<K, V> extends FileInputFormat<K, V> {
 
@@ -22,7 +23,7 @@ abstract class BatchInputFormat<K, V> extends FileInputFormat<K, V> {
         return new ArrayList<>(SplitPlanner.getSplits(job.getConfiguration(), job.getCredentials()));
     }
 
-    /** Files are never cut: each is read whole by one task. */
+    /** Not consulted (getSplits is the planner's, which decides what to cut: see SplitPlanner). */
     @Override
     protected boolean isSplitable(JobContext context, Path file) {
         return false;

@@ -23,7 +23,11 @@ public enum BfoCounter {
     /** Checksum ({@code .crc}) files read and verified against. */
     CHECKSUM_FILES,
     /** Milliseconds spent in the batch reads (wall clock, overlapping the map work). */
-    READ_MILLIS;
+    READ_MILLIS,
+    /** Splits that were a piece of a large file, read by Hadoop's LineRecordReader (not in a batch). */
+    LARGE_FILE_SPLITS,
+    /** Bytes of those pieces (their split lengths; BYTES_READ has what the reader read). */
+    LARGE_FILE_SPLIT_BYTES;
 
     /** The counter group of the files read per engine. */
     public static final String ENGINE_GROUP = "BFO engine (files)";

@@ -2,6 +2,7 @@
 package io.github.bfo.hadoop;
 
 import org.apache.hadoop.fs.BlockLocation;
+import org.apache.hadoop.fs.FileStatus;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -16,8 +17,10 @@ import java.util.Map;
  * directories, the name's UTF-8 bytes in one shared arena, the length, an
  * index into a table of distinct location sets, and a flag for a sibling
  * {@code .crc} file. About 30 bytes plus the name per file, so millions of
- * files fit where a list of FileStatus objects would not. Not thread-safe
- * (the lister adds under its own lock).
+ * files fit where a list of FileStatus objects would not; only the few
+ * <em>large</em> files (that a text format may cut into several splits, see
+ * {@link LargeFileCutter}) keep their FileStatus, with its block size and
+ * block locations. Not thread-safe (the lister adds under its own lock).
  */
 final class FileTable {
     /** Directory paths, fully qualified, without a trailing slash (except a root). */
@@ -40,6 +43,8 @@ final class FileTable {
     long[] ino;
     private byte[] names = new byte[16384];
     private int namesUsed;
+    /** The large files (file index to status), noted by the lister when it was asked to. */
+    final Map<Integer, FileStatus> large = new HashMap<>();
 
     int dir(String path) {
         Integer i = dirIndex.get(path);
@@ -181,5 +186,12 @@ final class FileTable {
             t += length[i];
         }
         return t;
+    }
+
+    /** Notes the status of the file last added, when cutter deems it large (cutter null: none is). */
+    void noteIfLarge(LargeFileCutter cutter, FileStatus st) {
+        if (cutter != null && cutter.isLarge(st.getLen(), st.getBlockSize())) {
+            large.put(size - 1, st);
+        }
     }
 }

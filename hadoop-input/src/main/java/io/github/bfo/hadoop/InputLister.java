@@ -32,7 +32,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * FileStatus objects is kept. Unlike FileInputFormat, a subdirectory of a
  * non-recursive input directory is skipped rather than passed on as a file.
  * While a directory is listed, the {@code .NAME.crc} files beside its files
- * are noted (for checksum verification on local file systems).
+ * are noted (for checksum verification on local file systems). Given a
+ * {@link LargeFileCutter}, the lister also keeps the status of every file it
+ * deems large ({@link FileTable#large}).
  */
 final class InputLister {
     private static final PathFilter HIDDEN = p -> {
@@ -45,10 +47,12 @@ final class InputLister {
     private final PathFilter filter;
     private final PathFilter userFilter;
     private final boolean recursive;
+    private final LargeFileCutter cutter;
     private final Object lock = new Object();
 
-    private InputLister(Configuration conf) {
+    private InputLister(Configuration conf, LargeFileCutter cutter) {
         this.conf = conf;
+        this.cutter = cutter;
         Class<?> c = conf.getClass(BfoInputConfig.PATHFILTER_CLASS, null, PathFilter.class);
         PathFilter user = c == null ? null : (PathFilter) ReflectionUtils.newInstance(c, conf);
         this.userFilter = user;
@@ -68,10 +72,15 @@ final class InputLister {
     }
 
     static FileTable list(Configuration conf, Path[] inputs) throws IOException {
+        return list(conf, inputs, null);
+    }
+
+    /** The input, the large files' statuses kept as cutter deems them (null: none kept). */
+    static FileTable list(Configuration conf, Path[] inputs, LargeFileCutter cutter) throws IOException {
         if (inputs.length == 0) {
             throw new IOException("No input paths specified in job");
         }
-        return new InputLister(conf).run(inputs);
+        return new InputLister(conf, cutter).run(inputs);
     }
 
     private FileTable run(Path[] inputs) throws IOException {
@@ -100,8 +109,9 @@ final class InputLister {
             throw new InvalidInputException(errors);
         }
         if (!dirsToList.isEmpty() && table.size == 0 && localOnly(dirFs)) {
+            FileSystem local = dirFs.get(0);
             LocalLister.list(conf, table, filter, userFilter != null, recursive, dirsToList,
-                    dirFs.get(0) instanceof ChecksumFileSystem);
+                    local instanceof ChecksumFileSystem, cutter, local.getDefaultBlockSize(dirsToList.get(0)));
             return table;
         }
         int threads = Math.max(1, conf.getInt(BfoInputConfig.LIST_STATUS_NUM_THREADS, 1));
@@ -236,6 +246,7 @@ final class InputLister {
                     String name = st.getPath().getName();
                     boolean crc = crcNames != null && crcNames.contains("." + name + ".crc");
                     table.add(d, name, st.getLen(), table.locations(st.getBlockLocations()), crc);
+                    table.noteIfLarge(cutter, st);
                 }
             }
         }
@@ -252,6 +263,7 @@ final class InputLister {
         synchronized (lock) {
             table.add(table.dir(p.getParent() == null ? p.toString() : p.getParent().toString()), p.getName(),
                     st.getLen(), table.locations(blocks), crc);
+            table.noteIfLarge(cutter, st);
         }
     }
 }

@@ -7,6 +7,7 @@ import io.github.bfo.FileBatch;
 import io.github.bfo.FileData;
 
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.PathFilter;
 
@@ -30,7 +31,10 @@ import java.util.Set;
  * permissions (milliseconds each). The semantics stay FileInputFormat's:
  * regular files become input, subdirectories are descended when recursive,
  * every entry passes the filters first; every local file is on the host
- * "localhost", as LocalFileSystem reports it.
+ * "localhost", as LocalFileSystem reports it. A file the cutter deems large
+ * (at the file system's block size, which LocalFileSystem reports for every
+ * file) keeps a FileStatus of its own; FileInputFormat asks the file system
+ * for its block locations ("localhost", without touching the disk).
  *
  * <p>Not bfo-java's readTree (libbfo's walk, as spark-source lists): that
  * walk skips links to directories, which LocalFileSystem (and this lister)
@@ -47,7 +51,8 @@ final class LocalLister {
     }
 
     static void list(Configuration conf, FileTable table, PathFilter filter, boolean hasUserFilter, boolean recursive,
-                     List<Path> roots, boolean checksummed) throws IOException {
+                     List<Path> roots, boolean checksummed, LargeFileCutter cutter, long blockSize)
+            throws IOException {
         int loc = table.location(new String[] {"localhost"}, new String[] {"/default-rack"});
         List<Path> level = new ArrayList<>(roots);
         try (BatchFileReader reader = BfoInputConfig.readerBuilder(conf).metadataOnly(true)
@@ -142,6 +147,10 @@ final class LocalLister {
                         Set<String> crc = crcs.get(di);
                         table.add(tableDir[di], name, size[k], loc, crc != null && crc.contains("." + name + ".crc"),
                                 dev[k], ino[k]);
+                        if (cutter != null && cutter.isLarge(size[k], blockSize)) {
+                            table.large.put(table.size - 1, new FileStatus(size[k], false, 1, blockSize, 0,
+                                    new Path(table.path(table.size - 1))));
+                        }
                     }
                 }
                 level = next;

@@ -7,7 +7,10 @@ import io.github.bfo.FileBatch;
 import io.github.bfo.FileData;
 
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.mapreduce.InputSplit;
+import org.apache.hadoop.mapreduce.lib.input.FileSplit;
 import org.apache.hadoop.mapreduce.security.TokenCache;
 import org.apache.hadoop.security.Credentials;
 import org.slf4j.Logger;
@@ -33,7 +36,14 @@ import java.util.TreeMap;
  *     parallel metadata-only BFO batch fetches them), so each split covers a
  *     compact range of the disk; elsewhere by directory, then name. Either
  *     way the same input gives the same splits.</li>
- * <li>Packs whole files into splits as CombineFileInputFormat packs blocks:
+ * <li>For text ({@link #getTextSplits}) cuts the large files as the
+ *     {@code mapreduce} TextInputFormat does ({@link LargeFileCutter}): a
+ *     splittable file (uncompressed, or bzip2) whose length is more than
+ *     1.1 times its split size {@code max(minsize, min(maxsize, blockSize))}
+ *     becomes FileSplits of that size (the last up to 1.1 times it), each on
+ *     the hosts of the block where it starts, one split each, after the
+ *     batches. Whole-file reading ({@link #getSplits}) never cuts.</li>
+ * <li>Packs the other files whole into splits as CombineFileInputFormat packs blocks:
  *     node-local splits first (round robin over the nodes, sorted by name,
  *     one split per node per round), node leftovers of at least
  *     {@code split.minsize.per.node} as their own split, then rack-local
@@ -42,7 +52,8 @@ import java.util.TreeMap;
  *     {@code split.maxsize} (or {@code bfo.input.split.default.maxsize} when
  *     that is unset: never one giant split per node) or hold
  *     {@code bfo.input.split.maxfiles} files; a single file larger than
- *     the maximum is a split of its own. Files are never cut.</li>
+ *     the maximum (a large compressed file, or one within the 10% slop) is
+ *     a split of its own.</li>
  * </ol>
  */
 public final class SplitPlanner {
@@ -54,11 +65,35 @@ public final class SplitPlanner {
     }
 
     /**
-     * The splits of the job's input.
+     * The splits of the job's input, every file whole (BatchFileInputFormat).
      *
      * @param credentials where delegation tokens for the input file systems go (null: none)
      */
     public static List<BatchFileSplit> getSplits(Configuration conf, Credentials credentials) throws IOException {
+        List<BatchFileSplit> batches = new ArrayList<>();
+        plan(conf, credentials, null, batches, null);
+        return batches;
+    }
+
+    /**
+     * The splits of the job's input for text records (BatchTextInputFormat):
+     * the {@link BatchFileSplit}s of the files packed whole, then a
+     * {@code mapreduce} {@link FileSplit} per piece of each large file.
+     *
+     * @param credentials where delegation tokens for the input file systems go (null: none)
+     */
+    public static List<InputSplit> getTextSplits(Configuration conf, Credentials credentials) throws IOException {
+        List<BatchFileSplit> batches = new ArrayList<>();
+        List<FileSplit> pieces = new ArrayList<>();
+        plan(conf, credentials, new LargeFileCutter(conf), batches, pieces);
+        List<InputSplit> all = new ArrayList<>(batches);
+        all.addAll(pieces);
+        return all;
+    }
+
+    /** Plans into batches (and, with a cutter, the large files' splits into pieces). */
+    private static void plan(Configuration conf, Credentials credentials, LargeFileCutter cutter,
+                             List<BatchFileSplit> batches, List<FileSplit> pieces) throws IOException {
         long maxSize = BfoInputConfig.maxSplitSize(conf);
         long minNode = conf.getLong(BfoInputConfig.SPLIT_MINSIZE_PER_NODE, 0);
         long minRack = conf.getLong(BfoInputConfig.SPLIT_MINSIZE_PER_RACK, 0);
@@ -81,16 +116,44 @@ public final class SplitPlanner {
             TokenCache.obtainTokensForNamenodes(credentials, inputs, conf);
         }
         long t0 = System.nanoTime();
-        FileTable table = InputLister.list(conf, inputs);
+        FileTable table = InputLister.list(conf, inputs, cutter);
         long t1 = System.nanoTime();
         int[] order = order(table, conf);
         long t2 = System.nanoTime();
-        List<BatchFileSplit> splits = pack(table, order, maxSize, minNode, minRack, maxFiles);
+        int whole = order.length;
+        if (cutter != null) {
+            order = cutLargeFiles(table, order, cutter, pieces);
+        }
+        batches.addAll(pack(table, order, maxSize, minNode, minRack, maxFiles));
         long t3 = System.nanoTime();
-        LOG.info("BFO splits: {} files, {} bytes in {} splits (max {} bytes / {} files per split); listing {} ms, "
-                        + "ordering {} ms, packing {} ms", table.size, table.totalBytes(), splits.size(), maxSize,
-                maxFiles, (t1 - t0) / 1_000_000, (t2 - t1) / 1_000_000, (t3 - t2) / 1_000_000);
-        return splits;
+        LOG.info("BFO splits: {} files, {} bytes in {} splits (max {} bytes / {} files per split), {} large files cut "
+                        + "into {} more; listing {} ms, ordering {} ms, packing {} ms", table.size, table.totalBytes(),
+                batches.size(), maxSize, maxFiles, whole - order.length, pieces == null ? 0 : pieces.size(),
+                (t1 - t0) / 1_000_000, (t2 - t1) / 1_000_000, (t3 - t2) / 1_000_000);
+    }
+
+    /**
+     * Cuts the large splittable files of order into pieces (in file order,
+     * each file's pieces by offset); returns the files left to pack whole.
+     */
+    static int[] cutLargeFiles(FileTable t, int[] order, LargeFileCutter cutter, List<FileSplit> pieces)
+            throws IOException {
+        if (t.large.isEmpty()) {
+            return order;
+        }
+        List<FileStatus> cut = new ArrayList<>();
+        int[] rest = new int[order.length];
+        int n = 0;
+        for (int f : order) {
+            FileStatus st = t.large.get(f);
+            if (st != null && cutter.isSplitable(st.getPath())) {
+                cut.add(st);
+            } else {
+                rest[n++] = f;
+            }
+        }
+        pieces.addAll(cutter.cut(cut));
+        return Arrays.copyOf(rest, n);
     }
 
     // ---------------------------------------------------------------- ordering

@@ -8,6 +8,7 @@ import io.github.bfo.hadoop.SplitPlanner;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.mapred.FileInputFormat;
+import org.apache.hadoop.mapred.FileSplit;
 import org.apache.hadoop.mapred.InputSplit;
 import org.apache.hadoop.mapred.InvalidInputException;
 import org.apache.hadoop.mapred.JobConf;
@@ -22,7 +23,9 @@ import java.util.function.Supplier;
  * What the {@code mapred} {@link BatchFileInputFormat} and
  * {@link BatchTextInputFormat} share (the {@code mapreduce} twins share
  * {@code io.github.bfo.hadoop.BatchInputFormat}): the planner's splits, many
- * whole files each, and a record reader over one batch per split.
+ * whole files each, and a record reader over one batch per split. Splits are
+ * sized by {@code split.maxsize} as in the {@code mapreduce} API (as the old
+ * CombineTextInputFormat does); the numSplits hint is not used.
  */
 abstract class BatchInputFormat<K, V> extends FileInputFormat<K, V> {
     private final Supplier<K> keys;
@@ -36,20 +39,38 @@ abstract class BatchInputFormat<K, V> extends FileInputFormat<K, V> {
     /** The records of split, counters going to reporter. */
     abstract SplitCursor<K, V> open(BatchFileSplit split, JobConf job, Reporter reporter) throws IOException;
 
+    /** The planner's splits (both kinds, {@code mapreduce} FileSplits for large files' pieces). */
+    List<? extends org.apache.hadoop.mapreduce.InputSplit> plan(JobConf job) throws IOException {
+        return SplitPlanner.getSplits(job, job.getCredentials());
+    }
+
+    /** The reader of a piece of a large file (only BatchTextInputFormat makes such splits). */
+    RecordReader<K, V> openPiece(FileSplit split, JobConf job, Reporter reporter) throws IOException {
+        throw new IOException(getClass().getSimpleName() + " reads whole files, not a FileSplit: " + split);
+    }
+
     /** The planner's splits; a missing input is the old API's InvalidInputException. */
     @Override
     public InputSplit[] getSplits(JobConf job, int numSplits) throws IOException {
-        List<BatchFileSplit> splits;
+        List<? extends org.apache.hadoop.mapreduce.InputSplit> splits;
         try {
-            splits = SplitPlanner.getSplits(job, job.getCredentials());
+            splits = plan(job);
         } catch (org.apache.hadoop.mapreduce.lib.input.InvalidInputException e) {
             InvalidInputException old = new InvalidInputException(e.getProblems());
             old.addSuppressed(e);
             throw old;
         }
-        return splits.toArray(new InputSplit[0]);
+        InputSplit[] out = new InputSplit[splits.size()];
+        for (int i = 0; i < out.length; i++) {
+            Object s = splits.get(i);
+            out[i] = s instanceof org.apache.hadoop.mapreduce.lib.input.FileSplit
+                    ? new FileSplit((org.apache.hadoop.mapreduce.lib.input.FileSplit) s)
+                    : (InputSplit) s;
+        }
+        return out;
     }
 
+    /** Not consulted (getSplits is the planner's, which decides what to cut: see SplitPlanner). */
     @Override
     protected boolean isSplitable(FileSystem fs, Path file) {
         return false;
@@ -57,6 +78,10 @@ abstract class BatchInputFormat<K, V> extends FileInputFormat<K, V> {
 
     @Override
     public RecordReader<K, V> getRecordReader(InputSplit split, JobConf job, Reporter reporter) throws IOException {
+        if (split instanceof FileSplit) {
+            reporter.setStatus(split.toString());
+            return openPiece((FileSplit) split, job, reporter);
+        }
         if (!(split instanceof BatchFileSplit)) {
             throw new IOException(getClass().getSimpleName() + " needs a BatchFileSplit, not "
                     + split.getClass().getName());
