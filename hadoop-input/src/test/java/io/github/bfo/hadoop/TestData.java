@@ -127,6 +127,90 @@ final class TestData {
         }
     }
 
+    /**
+     * Large files for a split size of s bytes (several splits each), under
+     * root: line ends placed just before, at and just after the boundaries
+     * k*s, CRLF straddling them, a lone CR before them, lengths of exactly
+     * N*s and around the 1.1 slop, empty lines, lines longer than a split,
+     * random files; a gzip file over the split size (never cut); ASCII only.
+     */
+    static void largeFiles(Path root, int s, long seed) throws IOException {
+        Random rnd = new Random(seed);
+        write(root.resolve("nl-before.txt"), place(ascii(rnd, 4 * s + 123, "\n"), s, -1, "\n"));
+        write(root.resolve("nl-at.txt"), place(ascii(rnd, 4 * s + 77, "\n"), s, 0, "\n"));
+        write(root.resolve("nl-after.txt"), place(ascii(rnd, 3 * s + 5, "\n"), s, 1, "\n"));
+        write(root.resolve("crlf-straddle.txt"), place(ascii(rnd, 4 * s + 9, "\r\n"), s, -1, "\r\n"));
+        write(root.resolve("crlf-at.txt"), place(ascii(rnd, 3 * s + 3, "\r\n"), s, 0, "\r\n"));
+        write(root.resolve("crlf-before.txt"), place(ascii(rnd, 3 * s + 400, "\r\n"), s, -2, "\r\n"));
+        write(root.resolve("cr-before.txt"), place(ascii(rnd, 3 * s + 31, "\r"), s, -1, "\rx"));
+        write(root.resolve("exact-3s.txt"), place(ascii(rnd, 3 * s, "\n"), 3 * s, -1, "\n"));
+        write(root.resolve("exact-4s-no-newline.txt"), place(ascii(rnd, 4 * s, "\n"), 4 * s, -1, "x"));
+        write(root.resolve("slop-1.05.txt"), ascii(rnd, (int) (1.05 * s), "\n"));
+        write(root.resolve("slop-1.15.txt"), ascii(rnd, (int) (1.15 * s), "\n"));
+        write(root.resolve("slop-below.txt"), ascii(rnd, (int) Math.floor(1.1 * s), "\n"));
+        write(root.resolve("slop-above.txt"), ascii(rnd, (int) Math.floor(1.1 * s) + 1, "\n"));
+        StringBuilder empty = new StringBuilder();
+        while (empty.length() < 3 * s + 50) {
+            empty.append(rnd.nextInt(8) == 0 ? "word\n" : "\n");
+        }
+        write(root.resolve("empty-lines.txt"), empty.toString());
+        StringBuilder longLines = new StringBuilder();
+        while (longLines.length() < 5 * s) {
+            longLines.append(new String(ascii(rnd, s + rnd.nextInt(2 * s), " "), StandardCharsets.US_ASCII))
+                    .append('\n');
+        }
+        write(root.resolve("long-lines.txt"), longLines.toString());
+        for (int i = 0; i < 4; i++) {
+            String eol = new String[] {"\n", "\r\n", "\r", "\n"}[i];
+            write(root.resolve("random-" + i + ".txt"), ascii(rnd, s + rnd.nextInt(5 * s), eol));
+        }
+        write(root.resolve("big.gz"), gzip(ascii(rnd, 8 * s, "\n")));
+    }
+
+    /** Large files for a custom delimiter "||", one placed to end before, straddle and start at each boundary. */
+    static void largeDelimited(Path root, int s, long seed) throws IOException {
+        Random rnd = new Random(seed);
+        for (int at = -2; at <= 0; at++) {
+            write(root.resolve("delim" + (at + 2) + ".txt"), place(piped(rnd, 3 * s + 17 * (at + 3)), s, at, "||"));
+        }
+    }
+
+    /** n bytes of ASCII words and line ends eol (words separated by single spaces). */
+    static byte[] ascii(Random rnd, int n, String eol) {
+        StringBuilder sb = new StringBuilder(n + 16);
+        while (sb.length() < n) {
+            int words = rnd.nextInt(12);
+            for (int w = 0; w < words; w++) {
+                sb.append(w > 0 ? " " : "").append(ASCII_WORDS[rnd.nextInt(ASCII_WORDS.length)]);
+            }
+            sb.append(eol);
+        }
+        return sb.substring(0, n).getBytes(StandardCharsets.US_ASCII);
+    }
+
+    private static final String[] ASCII_WORDS = ("the of and to in is that for it as was with be by on not he this are "
+            + "or his from at which but have an they you were her she there been one all").split(" ");
+
+    /** n bytes of words, with "|" and "||" among them (partial and whole delimiters) and some newlines. */
+    private static byte[] piped(Random rnd, int n) {
+        StringBuilder sb = new StringBuilder(n + 16);
+        while (sb.length() < n) {
+            sb.append(ASCII_WORDS[rnd.nextInt(ASCII_WORDS.length)]);
+            int r = rnd.nextInt(10);
+            sb.append(r < 2 ? "||" : r < 3 ? "|" : r < 4 ? "|||" : r < 5 ? "\n" : " ");
+        }
+        return sb.substring(0, n).getBytes(StandardCharsets.US_ASCII);
+    }
+
+    /** b with mark written at k*s + at for every k >= 1 where it fits. */
+    private static byte[] place(byte[] b, int s, int at, String mark) {
+        byte[] m = mark.getBytes(StandardCharsets.US_ASCII);
+        for (long k = s; k + at + m.length <= b.length; k += s) {
+            System.arraycopy(m, 0, b, (int) (k + at), m.length);
+        }
+        return b;
+    }
+
     static byte[] concat(byte[] a, byte[] b) {
         byte[] r = new byte[a.length + b.length];
         System.arraycopy(a, 0, r, 0, a.length);

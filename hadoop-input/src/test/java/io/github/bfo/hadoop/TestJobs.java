@@ -57,8 +57,13 @@ final class TestJobs {
         protected void map(LongWritable key, Text value, Context context) throws IOException, InterruptedException {
             String file;
             if (context.getInputSplit() instanceof org.apache.hadoop.mapreduce.lib.input.FileSplit) {
-                // TextInputFormat: the new API's MapTask does not set mapreduce.map.input.file
+                // TextInputFormat: the new API's MapTask does not set mapreduce.map.input.file;
+                // BatchTextInputFormat's split of a large file sets it (and the old alias) to the split's file
                 file = ((org.apache.hadoop.mapreduce.lib.input.FileSplit) context.getInputSplit()).getPath().toString();
+                String set = context.getConfiguration().get("mapreduce.map.input.file");
+                if (set != null && (!set.equals(file) || !set.equals(context.getConfiguration().get("map.input.file")))) {
+                    context.getCounter("test", "BAD_INPUT_FILE").increment(1);
+                }
             } else {
                 file = context.getConfiguration().get("mapreduce.map.input.file");
                 String alias = context.getConfiguration().get("map.input.file");
@@ -156,6 +161,28 @@ final class TestJobs {
         boolean ok = job.waitForCompletion(false);
         System.out.printf("%s: %.2f s%n", job.getJobName(), (System.nanoTime() - t0) / 1e9);
         return new Result(job, ok, ok ? readOutput(o, conf) : List.of());
+    }
+
+    /** A record dump job of the old API (ApiTest.OldDump: the file from map.input.file), one reducer. */
+    static OldResult oldDump(Configuration base, Class<? extends org.apache.hadoop.mapred.InputFormat<?, ?>> format,
+                             java.nio.file.Path out, java.nio.file.Path in) throws Exception {
+        org.apache.hadoop.mapred.JobConf job = new org.apache.hadoop.mapred.JobConf(base);
+        job.setInputFormat(format);
+        job.setMapperClass(ApiTest.OldDump.class);
+        job.setNumReduceTasks(1);
+        job.setOutputKeyClass(Text.class);
+        job.setOutputValueClass(Text.class);
+        org.apache.hadoop.mapred.FileInputFormat.setInputPaths(job, new Path(in.toUri()));
+        Path o = new Path(out.resolve("old-" + format.getSimpleName() + "-" + RUN.incrementAndGet()).toUri());
+        org.apache.hadoop.mapred.FileOutputFormat.setOutputPath(job, o);
+        org.apache.hadoop.mapred.RunningJob r = org.apache.hadoop.mapred.JobClient.runJob(job);
+        return new OldResult(r, readOutput(o, job));
+    }
+
+    record OldResult(org.apache.hadoop.mapred.RunningJob job, List<String> lines) {
+        long counter(Enum<?> c) throws IOException {
+            return job.getCounters().getCounter(c);
+        }
     }
 
     static List<String> readOutput(Path dir, Configuration conf) throws IOException {
