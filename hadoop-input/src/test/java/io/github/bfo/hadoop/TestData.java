@@ -155,14 +155,14 @@ final class TestData {
         }
         write(root.resolve("empty-lines.txt"), empty.toString());
         StringBuilder longLines = new StringBuilder();
-        while (longLines.length() < 5 * s) {
+        while (longLines.length() < 3 * s) {
             longLines.append(new String(ascii(rnd, s + rnd.nextInt(2 * s), " "), StandardCharsets.US_ASCII))
                     .append('\n');
         }
         write(root.resolve("long-lines.txt"), longLines.toString());
-        for (int i = 0; i < 4; i++) {
-            String eol = new String[] {"\n", "\r\n", "\r", "\n"}[i];
-            write(root.resolve("random-" + i + ".txt"), ascii(rnd, s + rnd.nextInt(5 * s), eol));
+        for (int i = 0; i < 3; i++) {
+            String eol = new String[] {"\n", "\r\n", "\r"}[i];
+            write(root.resolve("random-" + i + ".txt"), ascii(rnd, s + rnd.nextInt(2 * s), eol));
         }
         write(root.resolve("big.gz"), gzip(ascii(rnd, 8 * s, "\n")));
     }
