@@ -29,8 +29,13 @@ public final class BfoInputConfig {
 
     // ---- standard Hadoop keys (the same strings as FileInputFormat / CombineFileInputFormat) ----
 
-    /** Largest split in bytes (a split holding one larger file may exceed it). */
+    /**
+     * Largest split in bytes (a split holding one larger unsplittable file may exceed it); also the
+     * maxSize of the split size of large files, {@code max(minsize, min(maxsize, blockSize))}.
+     */
     public static final String SPLIT_MAXSIZE = "mapreduce.input.fileinputformat.split.maxsize";
+    /** The minSize of the split size of large files (BatchTextInputFormat), as FileInputFormat's. Default 1. */
+    public static final String SPLIT_MINSIZE = "mapreduce.input.fileinputformat.split.minsize";
     /** Node-local leftovers at least this large become a split of their own (else they go to the rack pass). */
     public static final String SPLIT_MINSIZE_PER_NODE = "mapreduce.input.fileinputformat.split.minsize.per.node";
     /** Rack-local leftovers at least this large become a split of their own (else they go to the overflow pass). */
@@ -43,9 +48,9 @@ public final class BfoInputConfig {
     public static final String MAX_LINE_LENGTH = "mapreduce.input.linerecordreader.line.maxlength";
     /** Set per record to the record's file, as CombineFileRecordReader does (old name: map.input.file). */
     public static final String MAP_INPUT_FILE = "mapreduce.map.input.file";
-    /** Set per record to 0 (files are never split; old name: map.input.start). */
+    /** Set per record to 0, or the start of a large file's split (old name: map.input.start). */
     public static final String MAP_INPUT_START = "mapreduce.map.input.start";
-    /** Set per record to the file's length (old name: map.input.length). */
+    /** Set per record to the file's length, or the split's (old name: map.input.length). */
     public static final String MAP_INPUT_LENGTH = "mapreduce.map.input.length";
 
     // ---- split planning ----
@@ -55,7 +60,8 @@ public final class BfoInputConfig {
     public static final int DEFAULT_SPLIT_MAXFILES = 10_000;
     /**
      * The split size used when {@link #SPLIT_MAXSIZE} is unset or 0 (where
-     * CombineFileInputFormat would make one split per node). Default 256 MiB.
+     * CombineFileInputFormat would make one split per node, and TextInputFormat
+     * would cut large files at block boundaries only). Default 256 MiB.
      */
     public static final String SPLIT_DEFAULT_MAXSIZE = "bfo.input.split.default.maxsize";
     public static final long DEFAULT_SPLIT_MAXSIZE = 256L << 20;

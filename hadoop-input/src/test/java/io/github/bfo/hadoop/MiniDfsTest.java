@@ -81,6 +81,8 @@ class MiniDfsTest {
     void wordCountOnHdfs() throws Exception {
         Configuration conf = conf();
         conf.setLong(BfoInputConfig.READ_LARGE_FILE, 256 * 1024);   // the big file in pieces
+        // ... of the batch: a split size above the big file keeps it whole (CombineFileInputFormat ignores it)
+        conf.setLong(BfoInputConfig.SPLIT_MINSIZE, 64L << 20);
         conf.setLong(BfoInputConfig.FS_BYTES_IN_FLIGHT, 1 << 20);
         conf.setInt(BfoInputConfig.SPLIT_MAXFILES, 150);
         Path in = new Path(fs.getUri() + "/input");
@@ -116,6 +118,24 @@ class MiniDfsTest {
         TestJobs.Result bfo = dumpHdfs(conf, BatchTextInputFormat.class, in);
         TestJobs.Result text = dumpHdfs(conf, TextInputFormat.class, in);
         TestJobs.assertSameLines(text.lines(), bfo.lines(), "HDFS records: BatchText vs Text");
+        // the multi-block file is cut at its 1 MiB blocks, as TextInputFormat cuts it, on the blocks' datanodes
+        int textSplits = new TextInputFormat().getSplits(text.job()).size() - 2;   // data.gz and empty.txt: 1 each
+        assertTrue(textSplits >= 2, textSplits + " splits of big.txt");
+        assertEquals(textSplits, bfo.counter(BfoCounter.LARGE_FILE_SPLITS));
+        assertEquals(0, bfo.counter("test", "BAD_INPUT_FILE"));
+        java.util.Set<String> hosts = new java.util.HashSet<>();
+        for (org.apache.hadoop.hdfs.server.datanode.DataNode dn : cluster.getDataNodes()) {
+            hosts.add(dn.getDatanodeId().getHostName());
+        }
+        int cut = 0;
+        for (org.apache.hadoop.mapreduce.InputSplit s : new BatchTextInputFormat().getSplits(bfo.job())) {
+            if (s instanceof org.apache.hadoop.mapreduce.lib.input.FileSplit) {
+                cut++;
+                assertTrue(hosts.containsAll(java.util.List.of(s.getLocations())), s + " on datanodes");
+                assertEquals(2, s.getLocations().length, "the hosts of the block's 2 replicas");
+            }
+        }
+        assertEquals(textSplits, cut);
     }
 
     private static TestJobs.Result dumpHdfs(Configuration base, Class<? extends org.apache.hadoop.mapreduce.InputFormat<?, ?>>

@@ -179,7 +179,7 @@ final class TestData {
     static byte[] ascii(Random rnd, int n, String eol) {
         StringBuilder sb = new StringBuilder(n + 16);
         while (sb.length() < n) {
-            int words = rnd.nextInt(12);
+            int words = rnd.nextInt(40);
             for (int w = 0; w < words; w++) {
                 sb.append(w > 0 ? " " : "").append(ASCII_WORDS[rnd.nextInt(ASCII_WORDS.length)]);
             }
