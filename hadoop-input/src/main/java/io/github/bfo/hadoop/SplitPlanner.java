@@ -330,11 +330,12 @@ public final class SplitPlanner {
                     if (!p.acc.isEmpty() && minRack != 0 && p.bytes >= minRack) {
                         p.emit(null);
                     } else {
+                        // to the overflow, taken: not p.discard(), which would offer them to the next rack too
+                        // (they were packed twice), as CombineFileInputFormat removes them from blockToNodes
                         for (int i = 0; i < p.acc.size; i++) {
                             overflow.add(p.acc.get(i));
-                            done[p.acc.get(i)] = true;
                         }
-                        p.discard();
+                        p.acc.clear();
                     }
                     rcomplete[ri] = true;
                     open--;

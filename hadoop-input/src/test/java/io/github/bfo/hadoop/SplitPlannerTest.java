@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 package io.github.bfo.hadoop;
 
+import io.github.bfo.hadoop.synth.SyntheticFileSystem;
+
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.io.DataInputBuffer;
 import org.apache.hadoop.io.DataOutputBuffer;
@@ -264,5 +266,28 @@ class SplitPlannerTest {
             }
         }
         return r;
+    }
+
+    /**
+     * Files a rack leaves below split.minsize.per.rack go to the overflow and are taken: another rack must
+     * not pack them too (they were packed twice: 20,905 paths for these 20,000 files).
+     */
+    @Test
+    void rackLeftoversArePackedOnce() throws Exception {
+        Configuration conf = new Configuration();
+        org.apache.hadoop.fs.Path root = SyntheticFileSystem.configure(conf, 20_000, 1000);
+        conf.set(BfoInputConfig.INPUT_DIR, root.toString());
+        conf.setBoolean(BfoInputConfig.INPUT_DIR_RECURSIVE, true);
+        conf.setLong(BfoInputConfig.SPLIT_MAXSIZE, 128L << 20);
+        Set<String> seen = new HashSet<>();
+        long bytes = 0;
+        for (BatchFileSplit s : SplitPlanner.getSplits(conf, null)) {
+            for (int i = 0; i < s.getNumPaths(); i++) {
+                assertTrue(seen.add(s.getPathString(i)), "packed twice: " + s.getPathString(i));
+            }
+            bytes += s.getLength();
+        }
+        assertEquals(20_000, seen.size());
+        assertEquals(SyntheticFileSystem.totalLength(20_000), bytes);
     }
 }
