@@ -30,7 +30,23 @@ final class FileTable {
     /** Distinct location sets: hosts, and each host's rack. */
     final List<String[]> locHosts = new ArrayList<>();
     final List<String[]> locRacks = new ArrayList<>();
-    private final Map<String, Integer> locIndex = new HashMap<>();
+    private final Map<LocationKey, Integer> locIndex = new HashMap<>();
+
+    /**
+     * A location set as a map key. Looked up once per listed file: hashing the host and rack strings (whose
+     * hash codes the strings cache) is far cheaper than joining them into a new string every time.
+     */
+    private record LocationKey(String[] hosts, String[] racks) {
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof LocationKey k && Arrays.equals(hosts, k.hosts) && Arrays.equals(racks, k.racks);
+        }
+
+        @Override
+        public int hashCode() {
+            return Arrays.hashCode(hosts) * 31 + Arrays.hashCode(racks);
+        }
+    }
 
     int size;
     int[] dir = new int[1024];
@@ -109,7 +125,7 @@ final class FileTable {
     }
 
     int location(String[] hosts, String[] racks) {
-        String key = String.join("\u0000", hosts) + "\u0001" + String.join("\u0000", racks);
+        LocationKey key = new LocationKey(hosts, racks);
         Integer i = locIndex.get(key);
         if (i == null) {
             i = locHosts.size();
@@ -122,7 +138,7 @@ final class FileTable {
 
     void add(int dirIdx, String name, long len, int locIdx, boolean hasCrc) {
         if (size == dir.length) {
-            int n = Math.max(1024, size * 3 / 2);
+            int n = Math.max(1024, size + (size >> 1));
             dir = Arrays.copyOf(dir, n);
             nameStart = Arrays.copyOf(nameStart, n + 1);
             length = Arrays.copyOf(length, n);
@@ -163,6 +179,27 @@ final class FileTable {
             ino[size - 1] = inode;
             dev[size - 1] = device;
         }
+    }
+
+    /**
+     * Drops the spare capacity of the arrays (up to a third of them, as they
+     * grow by half): done once the listing is complete, before the planner's
+     * own per-file arrays are made, so that they do not stack on the slack.
+     */
+    void trim() {
+        if (dir.length == size) {
+            return;
+        }
+        dir = Arrays.copyOf(dir, size);
+        nameStart = Arrays.copyOf(nameStart, size + 1);
+        length = Arrays.copyOf(length, size);
+        loc = Arrays.copyOf(loc, size);
+        crc = Arrays.copyOf(crc, size);
+        if (ino != null) {
+            ino = Arrays.copyOf(ino, size);
+            dev = Arrays.copyOf(dev, size);
+        }
+        names = Arrays.copyOf(names, namesUsed);
     }
 
     String name(int i) {

@@ -80,7 +80,9 @@ final class InputLister {
         if (inputs.length == 0) {
             throw new IOException("No input paths specified in job");
         }
-        return new InputLister(conf, cutter).run(inputs);
+        FileTable t = new InputLister(conf, cutter).run(inputs);
+        t.trim();
+        return t;
     }
 
     private FileTable run(Path[] inputs) throws IOException {

@@ -250,35 +250,15 @@ public final class SplitPlanner {
     // ---------------------------------------------------------------- packing
 
     static List<BatchFileSplit> pack(FileTable t, int[] order, long maxSize, long minNode, long minRack, int maxFiles) {
-        int n = order.length;
-        int[] rank = new int[t.size];
-        for (int k = 0; k < n; k++) {
-            rank[order[k]] = k;
-        }
         boolean[] done = new boolean[t.size];
-        TreeMap<String, IntList> nodeFiles = new TreeMap<>();
-        TreeMap<String, IntList> rackFiles = new TreeMap<>();
         IntList overflow = new IntList();
-        for (int k = 0; k < n; k++) {
-            int f = order[k];
-            String[] hosts = t.locHosts.get(t.loc[f]);
-            String[] racks = t.locRacks.get(t.loc[f]);
-            if (hosts.length == 0) {
+        for (int f : order) {
+            if (t.locHosts.get(t.loc[f]).length == 0) {
                 overflow.add(f);
                 done[f] = true;
-                continue;
-            }
-            for (int h = 0; h < hosts.length; h++) {
-                IntList l = nodeFiles.computeIfAbsent(hosts[h], x -> new IntList());
-                if (l.size == 0 || l.get(l.size - 1) != f) {
-                    l.add(f);
-                }
-                IntList r = rackFiles.computeIfAbsent(racks[h], x -> new IntList());
-                if (r.size == 0 || r.get(r.size - 1) != f) {
-                    r.add(f);
-                }
             }
         }
+        TreeMap<String, IntList> nodeFiles = filesByPlace(t, order, done, t.locHosts);
         List<BatchFileSplit> out = new ArrayList<>();
         Packer p = new Packer(t, done, maxSize, maxFiles, out);
 
@@ -313,6 +293,7 @@ public final class SplitPlanner {
         }
 
         // 2. rack-local splits, one per rack per round; leftovers below minsize.per.rack go to the overflow
+        TreeMap<String, IntList> rackFiles = filesByPlace(t, order, done, t.locRacks);
         String[] racks = rackFiles.keySet().toArray(new String[0]);
         int[] rcursor = new int[racks.length];
         boolean[] rcomplete = new boolean[racks.length];
@@ -344,14 +325,14 @@ public final class SplitPlanner {
         }
 
         // 3. the overflow, in file order
-        int[] rest = Arrays.copyOf(overflow.a, overflow.size);
-        IntSort.sort(rest, (a, b) -> Integer.compare(rank[a], rank[b]));
-        for (int f : rest) {
-            done[f] = false;
+        for (int i = 0; i < overflow.size; i++) {
+            done[overflow.get(i)] = false;
         }
-        IntList restList = new IntList();
-        for (int f : rest) {
-            restList.add(f);
+        IntList restList = new IntList(overflow.size);
+        for (int f : order) {
+            if (!done[f]) {
+                restList.add(f);
+            }
         }
         int c = 0;
         while (c < restList.size) {
@@ -359,6 +340,52 @@ public final class SplitPlanner {
             p.emit(null);
         }
         return out;
+    }
+
+    /**
+     * The files not yet done, in order, per host (places = t.locHosts) or per rack (t.locRacks), sorted by name.
+     * Each list is allocated at its exact size (a count pass first): at millions of files a growable list per
+     * place would hold up to twice the replicas' worth of ints. Rack lists are made after the node-local
+     * splits, so they hold only the files those left.
+     */
+    static TreeMap<String, IntList> filesByPlace(FileTable t, int[] order, boolean[] done, List<String[]> places) {
+        TreeMap<String, Integer> index = new TreeMap<>();
+        for (String[] ps : places) {
+            for (String p : ps) {
+                index.putIfAbsent(p, 0);
+            }
+        }
+        String[] names = index.keySet().toArray(new String[0]);
+        for (int i = 0; i < names.length; i++) {
+            index.put(names[i], i);
+        }
+        int[][] placesOf = new int[places.size()][];   // per location set, its distinct places
+        for (int l = 0; l < placesOf.length; l++) {
+            placesOf[l] = places.get(l).length == 0 ? new int[0]
+                    : Arrays.stream(places.get(l)).mapToInt(index::get).distinct().toArray();
+        }
+        int[] count = new int[names.length];
+        for (int f : order) {
+            if (!done[f]) {
+                for (int p : placesOf[t.loc[f]]) {
+                    count[p]++;
+                }
+            }
+        }
+        IntList[] lists = new IntList[names.length];
+        TreeMap<String, IntList> byName = new TreeMap<>();
+        for (int i = 0; i < names.length; i++) {
+            lists[i] = new IntList(count[i]);
+            byName.put(names[i], lists[i]);
+        }
+        for (int f : order) {
+            if (!done[f]) {
+                for (int p : placesOf[t.loc[f]]) {
+                    lists[p].add(f);
+                }
+            }
+        }
+        return byName;
     }
 
     /** Accumulates one split at a time. */
@@ -448,8 +475,16 @@ public final class SplitPlanner {
 
     /** A growable int array. */
     static final class IntList {
-        int[] a = new int[16];
+        int[] a;
         int size;
+
+        IntList() {
+            this(16);
+        }
+
+        IntList(int capacity) {
+            a = new int[Math.max(1, capacity)];
+        }
 
         void add(int v) {
             if (size == a.length) {
