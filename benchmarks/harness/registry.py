@@ -32,5 +32,7 @@ REGISTRY = {s.name: s for s in (
     Scenario("t2", "tar -x + sync plain / --use-bfo, a fresh ext4 per run", "tar", "main", False),
     Scenario("h1", "MapReduce on 100,000 small text files: BatchText vs CombineText", "hadoop", "run_h1", False),
     Scenario("h2", "MapReduce on 20,000 small text files in HDFS: BatchText vs CombineText", "hdfs", "run_h2", False),
+    Scenario("h3", "split planning for millions of files (10,000,000 synthetic, 1,000,000 local empty files): "
+                   "BatchText vs CombineText getSplits, time and heap in a -Xmx1g JVM", "plan", "run_h3", False),
     Scenario("s1", "Spark on 100,000 small files: bfo vs binaryFile and text", "spark", "main", False),
 )}
