@@ -386,14 +386,7 @@ def table(results):
 
 def run_h1(args):
     """The H1 scenario (benchmarks/bench --scenario h1). Returns the exit status."""
-    try:
-        return _run_h1(args)
-    except (KeyboardInterrupt, util.Interrupted) as e:
-        util.log(f"interrupted ({e or 'SIGINT'}); cleaned up: unmounted, detached")
-        return 128 + getattr(e, "signum", 2)
-    except RuntimeError as e:
-        util.log(f"ERROR: {e}")
-        return 2
+    return util.scenario_entry(_run_h1, args)
 
 
 def _run_h1(args):

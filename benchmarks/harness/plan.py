@@ -166,14 +166,7 @@ LEGEND = ("getSplits s: wall time of getSplits in a JVM of -Xmx1g (default colle
 
 def run_h3(args):
     """The H3 scenario (benchmarks/bench --scenario h3). Returns the exit status."""
-    try:
-        return _run_h3(args)
-    except (KeyboardInterrupt, util.Interrupted) as e:
-        util.log(f"interrupted ({e or 'SIGINT'}); cleaned up: unmounted, detached")
-        return 128 + getattr(e, "signum", 2)
-    except RuntimeError as e:
-        util.log(f"ERROR: {e}")
-        return 2
+    return util.scenario_entry(_run_h3, args)
 
 
 def _run_h3(args):

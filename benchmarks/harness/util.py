@@ -167,6 +167,19 @@ class cleaning:
 # --------------------------------------------------------------------------
 # System
 # --------------------------------------------------------------------------
+def scenario_entry(body, args):
+    """Runs a scenario's body(args): its exit status, 128+N when interrupted (the body's context managers
+    have cleaned up by then: unmounted, detached), 2 on a RuntimeError (logged)."""
+    try:
+        return body(args)
+    except (KeyboardInterrupt, Interrupted) as e:
+        log(f"interrupted ({e or 'SIGINT'}); cleaned up: unmounted, detached")
+        return 128 + getattr(e, "signum", 2)
+    except RuntimeError as e:
+        log(f"ERROR: {e}")
+        return 2
+
+
 def is_root():
     return os.geteuid() == 0
 

@@ -138,16 +138,7 @@ final class FileTable {
 
     void add(int dirIdx, String name, long len, int locIdx, boolean hasCrc) {
         if (size == dir.length) {
-            int n = Math.max(1024, size + (size >> 1));
-            dir = Arrays.copyOf(dir, n);
-            nameStart = Arrays.copyOf(nameStart, n + 1);
-            length = Arrays.copyOf(length, n);
-            loc = Arrays.copyOf(loc, n);
-            crc = Arrays.copyOf(crc, n);
-            if (ino != null) {
-                ino = Arrays.copyOf(ino, n);
-                dev = Arrays.copyOf(dev, n);
-            }
+            resize(Math.max(1024, size + (size >> 1)));
         }
         byte[] b = name.getBytes(StandardCharsets.UTF_8);
         if (namesUsed + b.length > names.length) {
@@ -187,19 +178,25 @@ final class FileTable {
      * own per-file arrays are made, so that they do not stack on the slack.
      */
     void trim() {
-        if (dir.length == size) {
-            return;
+        if (dir.length != size) {
+            resize(size);
         }
-        dir = Arrays.copyOf(dir, size);
-        nameStart = Arrays.copyOf(nameStart, size + 1);
-        length = Arrays.copyOf(length, size);
-        loc = Arrays.copyOf(loc, size);
-        crc = Arrays.copyOf(crc, size);
+        if (names.length != namesUsed) {
+            names = Arrays.copyOf(names, namesUsed);
+        }
+    }
+
+    /** Gives the per-file arrays room for n files. */
+    private void resize(int n) {
+        dir = Arrays.copyOf(dir, n);
+        nameStart = Arrays.copyOf(nameStart, n + 1);
+        length = Arrays.copyOf(length, n);
+        loc = Arrays.copyOf(loc, n);
+        crc = Arrays.copyOf(crc, n);
         if (ino != null) {
-            ino = Arrays.copyOf(ino, size);
-            dev = Arrays.copyOf(dev, size);
+            ino = Arrays.copyOf(ino, n);
+            dev = Arrays.copyOf(dev, n);
         }
-        names = Arrays.copyOf(names, namesUsed);
     }
 
     String name(int i) {
