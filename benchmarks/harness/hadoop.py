@@ -481,6 +481,11 @@ def _run_h1(args):
           f"submit = listing and split planning (getSplits, in the client); run = the tasks; process = with "
           f"JVM start. Speed-up = the other format's time / BatchTextInputFormat's.\n\n" + table(results) + "\n")
     results["machine"] = m
+    return finish(outdir, results, md, failed)
+
+
+def finish(outdir, results, md, failed):
+    """Writes results.json and table.md, prints the table; the scenario's exit status."""
     (outdir / "results.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
     (outdir / "table.md").write_text(md)
     print("\n" + md, flush=True)

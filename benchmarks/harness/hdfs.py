@@ -41,14 +41,7 @@ MANAGER = "org.apache.hadoop.mapreduce.MiniHadoopClusterManager"
 
 def run_h2(args):
     """The H2 scenario (benchmarks/bench --scenario h2). Returns the exit status."""
-    try:
-        return _run_h2(args)
-    except (KeyboardInterrupt, util.Interrupted) as e:
-        util.log(f"interrupted ({e or 'SIGINT'}); cleaned up")
-        return 128 + getattr(e, "signum", 2)
-    except RuntimeError as e:
-        util.log(f"ERROR: {e}")
-        return 2
+    return util.scenario_entry(_run_h2, args)
 
 
 def _free_port():
@@ -207,11 +200,4 @@ def _run_h2(args):
           f"both formats, {hadoop.MAP_SLOTS} map slots, every other setting at its default. Target: "
           f"BatchTextInputFormat at least {TARGET:.0f}x CombineTextInputFormat.\n\n"
           + hadoop.table({"runs": medians}) + "\n")
-    (outdir / "results.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
-    (outdir / "table.md").write_text(md)
-    print("\n" + md, flush=True)
-    print(f"results: {outdir}/results.json, table.md")
-    if failed:
-        print("SOME JOBS FAILED OR GAVE WRONG RESULTS: see the verified column", file=sys.stderr)
-        return 1
-    return 0
+    return hadoop.finish(outdir, results, md, failed)
