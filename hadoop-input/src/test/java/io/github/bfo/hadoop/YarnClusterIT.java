@@ -179,6 +179,13 @@ class YarnClusterIT {
             ran.removeAll(before);
             assertEquals(1, ran.size(), "one job submitted: " + ran);
             Job job = c.getJob(ran.get(0));
+            Counters counters = job.getCounters();
+            // a finished job's counters come from the history server, which may not have it yet
+            for (long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(60); counters == null
+                    && System.nanoTime() < end; counters = job.getCounters()) {
+                Thread.sleep(500);
+            }
+            assertTrue(counters != null, "no counters for " + ran.get(0));
             StringBuilder diagnostics = new StringBuilder();
             for (TaskCompletionEvent e : job.getTaskCompletionEvents(0, 1000)) {
                 if (e.getStatus() != TaskCompletionEvent.Status.SUCCEEDED) {
@@ -187,7 +194,7 @@ class YarnClusterIT {
             }
             Path o = new Path(FileSystem.getDefaultUri(conf).toString() + out);
             List<String> lines = rc == 0 ? TestJobs.readOutput(o, conf) : List.of();
-            JobRun run = new JobRun(rc == 0, lines, job.getCounters(), diagnostics.toString());
+            JobRun run = new JobRun(rc == 0, lines, counters, diagnostics.toString());
             c.close();
             return run;
         });
@@ -203,7 +210,7 @@ class YarnClusterIT {
 
     record JobRun(boolean ok, List<String> lines, Counters counters, String diagnostics) {
         long counter(String group, String name) {
-            return counters == null ? 0 : counters.findCounter(group, name).getValue();
+            return counters.findCounter(group, name).getValue();
         }
     }
 
