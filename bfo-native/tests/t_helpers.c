@@ -2,7 +2,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <linux/fiemap.h>
 #include <linux/fs.h>
@@ -151,15 +150,45 @@ static void loop_add(const char *dev, const char *image)
 
 void t_cleanup_loop(const char *dev) { cleanup_add(C_LOOP, dev, 0, 0); }
 
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+/* Removes dfd's entry name and all below it, through descriptors: at any
+ * depth (nftw gives up where a path passes PATH_MAX, and tests make such
+ * trees), never following a link, never into another file system (dev). */
+static void rm_at(int dfd, const char *name, dev_t dev)
 {
-	(void)sb;
-	(void)ftw;
-	if (flag == FTW_DP || flag == FTW_D || flag == FTW_DNR)
-		rmdir(p);
+	struct stat st;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return;
+	if (!S_ISDIR(st.st_mode)) {
+		unlinkat(dfd, name, 0);
+		return;
+	}
+	if (st.st_dev != dev)
+		return;              /* a mount point: left for its own cleanup */
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0 && errno == EACCES && fchmodat(dfd, name, 0700, 0) == 0)
+		fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!d && fd >= 0)
+		close(fd);
+	/* a second pass for entries a changing directory may have hidden
+	 * from the first; a third never helps */
+	for (int pass = 0; d && pass < 2; pass++) {
+		struct dirent *de;
+
+		rewinddir(d);
+		while ((de = readdir(d)))
+			if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+				rm_at(fd, de->d_name, dev);
+		if (unlinkat(dfd, name, AT_REMOVEDIR) == 0 || errno != ENOTEMPTY)
+			break;
+	}
+	if (d)
+		closedir(d);
 	else
-		unlink(p);
-	return 0;
+		unlinkat(dfd, name, AT_REMOVEDIR);
 }
 
 /* Async-signal-safe except the tree removal outside a signal handler. */
@@ -245,8 +274,10 @@ static void run_cleanups(bool in_signal)
 				if (pid > 0)
 					waitpid(pid, NULL, 0);
 			} else {
-				/* Undo chmod 000 and friends: make dirs searchable. */
-				nftw(c->path, rm_cb, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+				struct stat top;
+
+				if (lstat(c->path, &top) == 0)
+					rm_at(AT_FDCWD, c->path, top.st_dev);
 			}
 			break;
 		}
