@@ -180,12 +180,13 @@ class YarnClusterIT {
             assertEquals(1, ran.size(), "one job submitted: " + ran);
             Job job = c.getJob(ran.get(0));
             Counters counters = job.getCounters();
-            // a finished job's counters come from the history server, which may not have it yet
-            for (long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(60); counters == null
+            // a finished job's counters come from the history server, which may not have it yet; a failed
+            // job may have none at all
+            for (long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(60); rc == 0 && counters == null
                     && System.nanoTime() < end; counters = job.getCounters()) {
                 Thread.sleep(500);
             }
-            assertTrue(counters != null, "no counters for " + ran.get(0));
+            assertTrue(rc != 0 || counters != null, "no counters for " + ran.get(0));
             StringBuilder diagnostics = new StringBuilder();
             for (TaskCompletionEvent e : job.getTaskCompletionEvents(0, 1000)) {
                 if (e.getStatus() != TaskCompletionEvent.Status.SUCCEEDED) {
@@ -210,6 +211,7 @@ class YarnClusterIT {
 
     record JobRun(boolean ok, List<String> lines, Counters counters, String diagnostics) {
         long counter(String group, String name) {
+            assertTrue(counters != null, "no counters (the job failed)");
             return counters.findCounter(group, name).getValue();
         }
     }
