@@ -72,12 +72,11 @@ def _start_hdfs(work, log):
                                               "-D", f"hdfs.minidfs.basedir={work / 'dfs'}"])
     p = util.popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=work)
     deadline = time.monotonic() + 300
-    while not conf.is_file():
+    # the manager writes the file (not atomically) once the NameNode and DataNode are up: wait for its end
+    while not (conf.is_file() and (text := conf.read_text()).rstrip().endswith("</configuration>")):
         if p.poll() is not None or time.monotonic() > deadline:
             raise RuntimeError(f"the HDFS did not start (see {log.name})")
         time.sleep(0.5)
-    time.sleep(1)      # written after the NameNode and DataNode are up; let the file be complete
-    text = conf.read_text()
     m = re.search(r"<name>fs.defaultFS</name>\s*<value>([^<]+)</value>", text)
     uri = m.group(1) if m and m.group(1).startswith("hdfs://") else f"hdfs://127.0.0.1:{port}"
     return p, uri
