@@ -342,6 +342,68 @@ static void batch_stem(struct wbatch *b)
 		b->stem_off[i] = UINT64_MAX;
 }
 
+/* The first of tasks [0, n) (in path order) whose directory is not
+ * before s. */
+static uint32_t task_lower_bound(const struct wtask *t, uint32_t n, const char *s)
+{
+	uint32_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(t[mid].dir, s) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Tasks whose directory is a non-directory entry of the batch, or below
+ * one, are late (see struct wtask), and go after the others.  A task
+ * directory is either such a path or begins with it and '/': one run of
+ * the tasks, which are in path order. */
+static int batch_mark_late(struct wbatch *b)
+{
+	char probe[BFO_WPATH_MAX + 1];
+	uint32_t nlate = 0;
+
+	for (uint32_t i = 0; i < b->n; i++) {
+		const struct bfo_wentry *e = &b->e[i];
+		size_t len;
+		uint32_t g;
+
+		/* Invalid entries (a NULL path among them) make nothing. */
+		if (e->status || e->type == BFO_WTYPE_DIR || (len = strlen(e->path)) + 1 >= sizeof(probe))
+			continue;
+		g = task_lower_bound(b->tasks, b->ntasks, e->path);
+		if (g < b->ntasks && !strcmp(b->tasks[g].dir, e->path))
+			b->tasks[g].late = true;
+		memcpy(probe, e->path, len);
+		probe[len] = '/';
+		probe[len + 1] = '\0';
+		for (g = task_lower_bound(b->tasks, b->ntasks, probe);
+		     g < b->ntasks && !strncmp(b->tasks[g].dir, probe, len + 1); g++)
+			b->tasks[g].late = true;
+	}
+	for (uint32_t g = 0; g < b->ntasks; g++)
+		nlate += b->tasks[g].late;
+	b->nearly = b->ntasks - nlate;
+	if (!nlate)
+		return 0;
+	/* Stable: the early ones first, then the late, each in path order. */
+	struct wtask *sorted = malloc(b->ntasks * sizeof(*sorted));
+	uint32_t ke = 0, kl = b->nearly;
+
+	if (!sorted)
+		return -ENOMEM;
+	for (uint32_t g = 0; g < b->ntasks; g++)
+		sorted[b->tasks[g].late ? kl++ : ke++] = b->tasks[g];
+	free(b->tasks);
+	b->tasks = sorted;
+	return 0;
+}
+
 /* One pool task per directory of the ordered entries. */
 static int batch_tasks(struct wbatch *b)
 {
@@ -363,14 +425,32 @@ static int batch_tasks(struct wbatch *b)
 		}
 		cur->count++;
 	}
-	return 0;
+	return batch_mark_late(b);
+}
+
+/* Tasks [gfirst, gend): whole files through io_uring, the rest on the
+ * pool. */
+static void batch_round(struct wbatch *b, uint32_t gfirst, uint32_t gend)
+{
+	struct bfo_writer *w = b->w;
+
+	if (gfirst == gend)
+		return;
+	if (w->uring) {
+		data_uring(b, gfirst, gend, b->tasks);
+		b->files_done = true;
+	}
+	w->tasks_left = gend - gfirst;
+	for (uint32_t g = gfirst; g < gend; g++)
+		pool_push(&w->pool, &b->tasks[g].task);
+	run_tasks_wait(w);
 }
 
 /* 3. Data: the stem first (one sequential stream), then files,
- * directory by directory on the pool (or io_uring chains). */
+ * directory by directory on the pool (or io_uring chains), the late
+ * directories in a round of their own. */
 static int batch_data(struct wbatch *b)
 {
-	struct bfo_writer *w = b->w;
 	int ret;
 
 	if (b->stem_len)
@@ -378,15 +458,8 @@ static int batch_data(struct wbatch *b)
 	ret = batch_tasks(b);
 	if (ret)
 		return ret;
-	if (w->uring) {
-		/* Whole files go through io_uring; the pool takes the rest. */
-		data_uring(b, 0, b->ntasks, b->tasks);
-		b->files_done = true;
-	}
-	w->tasks_left = b->ntasks;
-	for (uint32_t g = 0; g < b->ntasks; g++)
-		pool_push(&w->pool, &b->tasks[g].task);
-	run_tasks_wait(w);
+	batch_round(b, 0, b->nearly);
+	batch_round(b, b->nearly, b->ntasks);
 	for (uint32_t i = 0; i < b->n; i++)
 		if (b->piece[i] && !b->e[i].status)
 			set_status(b, i, atomic_load(&b->stop) ? -ECANCELED : write_piece(b, i));

@@ -254,7 +254,7 @@ void group_task(struct pool_task *pt)
 	struct wtask *t = (struct wtask *)pt;
 	struct wbatch *b = t->b;
 	struct bfo_writer *w = b->w;
-	int dfd = wpath_open_dir(w->rootfd, t->dir, true);
+	int dfd = wpath_open_dir(w->rootfd, t->dir, !t->late);
 
 	for (uint32_t k = t->first; k < t->first + t->count; k++) {
 		uint32_t i = b->order[k];

@@ -253,7 +253,7 @@ void data_uring(struct wbatch *b, uint32_t gfirst, uint32_t gend, struct wtask *
 
 		for (; gstop < gend && nopen < URING_DIRS_AT_ONCE; gstop++) {
 			struct wtask *t = &tasks[gstop];
-			int dfd = wpath_open_dir(w->rootfd, t->dir, true);
+			int dfd = wpath_open_dir(w->rootfd, t->dir, !t->late);
 
 			if (dfd >= 0)
 				open_fds[nopen++] = dfd;

@@ -106,6 +106,7 @@ struct wbatch {
 	int stem_fd;
 	struct wtask *tasks;        /* one per directory of order */
 	uint32_t ntasks;
+	uint32_t nearly;            /* tasks [0, nearly) are not late */
 	/* Whole regular files were written by io_uring chains (or failed
 	 * there): the pool's directory tasks skip them. */
 	bool files_done;
@@ -116,6 +117,11 @@ struct wtask {
 	struct pool_task task;
 	struct wbatch *b;
 	uint32_t first, count;      /* range of b->order */
+	/* Its directory is, or is below, a non-directory entry of the
+	 * batch: written in a second round, resolved against what the first
+	 * round left and never created (lnk/x after the symlink lnk fails
+	 * ELOOP whichever thread runs first). */
+	bool late;
 	char dir[BFO_WPATH_MAX];
 };
 

@@ -21,6 +21,11 @@
  *    through them; a planted symlink as the last component is not
  *    followed either (-EEXIST; the directory outside keeps its metadata
  *    after close).
+ *  - batch parents: entries below a symlink, file or fifo of the same
+ *    batch (listed before it, on the thread pool, on io_uring and with
+ *    REPLACE): refused with one error every time (-ELOOP, -ENOTDIR; with
+ *    REPLACE -ENOENT, the parent not yet having its name), the batch's
+ *    own entries made as asked, nothing written through the link.
  *  - mount: a tmpfs mounted inside the destination: entries below it (as
  *    parent, as hard-link source) are refused with -EXDEV and the tmpfs is
  *    untouched (root only).
@@ -395,6 +400,78 @@ static void scenario_symlinks(void *arg)
 	free(base);
 	t_log("symlinks%s: %zu entries through planted symlinks refused (-ELOOP), %zu onto them "
 	      "(-EEXIST), nothing outside touched", c->engine == BFO_WENGINE_URING ? " (uring)" : "", nloop, nlast - nloop);
+	tw_checks_end();
+}
+
+/* ------------------------------------------------------------ batch parents */
+
+/* Entries below a symlink, file or fifo of the same batch, listed before
+ * it: refused the same way every time, whichever thread runs first (they
+ * once made "lnk" a directory when they won the race), and nothing is
+ * written through the link.  A directory entry's children are written. */
+static void scenario_batch_parents(void *arg)
+{
+	const struct { const char *dir; uint32_t engine, flags; } *c = arg;
+	bool replace = c->flags & BFO_WRITE_REPLACE;
+	/* With REPLACE the link is still under its temporary name when the
+	 * entries below it run: there is no such directory. */
+	int via_link = replace ? -ENOENT : -ELOOP, via_file = replace ? -ENOENT : -ENOTDIR;
+	char msg[4096];
+
+	for (int round = 0; round < 10; round++) {
+		char *base = t_mkdtemp_in(c->dir);
+		char *root = t_path(base, "dst"), *outside = t_path(base, "outside");
+
+		tw_mkdirs(root);
+		tw_mkdirs(outside);
+		struct tw_snap *s_out = tw_snapshot(outside);
+		struct bfo_writer *w = wopen(root, c->engine, c->flags, BFO_DURABILITY_BATCH);
+		struct bfo_wentry e[] = {
+			{ .path = "lnk/victim", .type = BFO_WTYPE_FILE, .mode = 0644, .data = "evil", .length = 4 },
+			{ .path = "lnk/sub", .type = BFO_WTYPE_DIR, .mode = 0755 },
+			{ .path = "lnk/sub/deep", .type = BFO_WTYPE_FILE, .mode = 0644, .data = "x", .length = 1 },
+			{ .path = "lnk/fifo", .type = BFO_WTYPE_FIFO, .mode = 0644 },
+			{ .path = "f/x", .type = BFO_WTYPE_FILE, .mode = 0644, .data = "x", .length = 1 },
+			{ .path = "p/x", .type = BFO_WTYPE_SYMLINK, .mode = 0777, .data = "t" },
+			{ .path = "d/x", .type = BFO_WTYPE_FILE, .mode = 0644, .data = "in d", .length = 4 },
+			{ .path = "lnk", .type = BFO_WTYPE_SYMLINK, .mode = 0777, .data = outside },
+			{ .path = "f", .type = BFO_WTYPE_FILE, .mode = 0644, .data = "file", .length = 4 },
+			{ .path = "p", .type = BFO_WTYPE_FIFO, .mode = 0644 },
+			{ .path = "d", .type = BFO_WTYPE_DIR, .mode = 0755 },
+		};
+		const int want[] = { via_link, via_link, via_link, via_link, via_file, via_file, 0, 0, 0, 0, 0 };
+		unsigned n = sizeof(e) / sizeof(e[0]);
+		int ret = bfo_writer_write(w, e, n);
+
+		for (unsigned i = 0; i < n; i++)
+			TW_CHECK(e[i].status == want[i], "round %d: %s: %d (%s), expected %d (%s)", round,
+				 e[i].path, e[i].status, bfo_strerror(e[i].status), want[i],
+				 bfo_strerror(want[i]));
+		TW_CHECK(ret == 6, "round %d: returned %d, expected 6 failed", round, ret);
+		T_OK(bfo_writer_close(w));
+
+		struct stat st;
+
+		TW_CHECK(lstat(tw_fmt("%s/lnk", root), &st) == 0 && S_ISLNK(st.st_mode),
+			 "round %d: lnk is not the batch's symlink", round);
+		TW_CHECK(lstat(tw_fmt("%s/f", root), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 4,
+			 "round %d: f is not the batch's file", round);
+		TW_CHECK(lstat(tw_fmt("%s/p", root), &st) == 0 && S_ISFIFO(st.st_mode),
+			 "round %d: p is not the batch's fifo", round);
+		TW_CHECK(lstat(tw_fmt("%s/d/x", root), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 4,
+			 "round %d: d/x missing", round);
+		int nd = tw_snap_diff(s_out, outside, false, msg, sizeof(msg));
+
+		TW_CHECK(nd == 0, "round %d: written through the batch's symlink: %s", round, msg);
+		no_leftovers(root, "batch parents");
+		tw_snap_free(s_out);
+		free(root);
+		free(outside);
+		free(base);
+	}
+	t_log("batch parents (engine %u%s): entries below the batch's own symlink, file and fifo "
+	      "refused the same way 10 times, nothing written through the link",
+	      c->engine, replace ? ", REPLACE" : "");
 	tw_checks_end();
 }
 
@@ -946,6 +1023,14 @@ int main(void)
 	sl[1].engine = BFO_WENGINE_URING;
 	t_subtest("symlinks", 60, scenario_symlinks, &sl[0]);
 	t_subtest("symlinks uring", 60, scenario_symlinks, &sl[1]);
+	static struct { const char *dir; uint32_t engine, flags; } bp[3];
+
+	for (int i = 0; i < 3; i++)
+		bp[i].dir = tmp;
+	bp[1].engine = BFO_WENGINE_URING;
+	bp[2].flags = BFO_WRITE_REPLACE;
+	for (int i = 0; i < 3; i++)
+		t_subtest(tw_fmt("batch parents %d", i), 60, scenario_batch_parents, &bp[i]);
 	t_subtest("long", 60, scenario_long, (void *)tmp);
 	t_subtest("empty", 60, scenario_empty, (void *)tmp);
 	t_subtest("close", 60, scenario_close, (void *)tmp);
