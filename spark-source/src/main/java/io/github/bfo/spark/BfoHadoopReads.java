@@ -4,8 +4,11 @@ package io.github.bfo.spark;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InterruptedIOException;
+import java.net.URI;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -13,6 +16,7 @@ import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Options;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.util.functional.FutureIO;
@@ -43,6 +47,7 @@ final class BfoHadoopReads implements AutoCloseable {
     private final long windowBytes;
     private final int largeFile;
     private final ArrayDeque<Future<BfoPiece>> ahead = new ArrayDeque<>();
+    private final Map<String, FileSystem> fileSystems = new ConcurrentHashMap<>();
     private ThreadPoolExecutor pool;    // made when the first file is read ahead
     private int next;                   // files[next] is the next to start
     private int delivered;              // files[delivered] is the next to hand out
@@ -123,11 +128,27 @@ final class BfoHadoopReads implements AutoCloseable {
      */
     private FSDataInputStream open(int i) throws IOException {
         Path p = new Path(part.path(i));
-        return FutureIO.awaitFuture(p.getFileSystem(conf).openFile(p)
+        return FutureIO.awaitFuture(fileSystem(p).openFile(p)
                 .optLong(Options.OpenFileOptions.FS_OPTION_OPENFILE_LENGTH, part.lengths[i])
                 .opt(Options.OpenFileOptions.FS_OPTION_OPENFILE_READ_POLICY,
                         Options.OpenFileOptions.FS_OPTION_OPENFILE_READ_POLICY_WHOLE_FILE)
                 .build());
+    }
+
+    /**
+     * p's file system, looked up once per scheme and authority of the partition: {@code Path.getFileSystem}
+     * per file (a current-user lookup and a cache probe) took 12% of the read threads' CPU on HDFS (JFR, the
+     * Hadoop module's benchmark H2).
+     */
+    private FileSystem fileSystem(Path p) throws IOException {
+        URI u = p.toUri();
+        String key = u.getScheme() + "://" + u.getAuthority();
+        FileSystem fs = fileSystems.get(key);
+        if (fs == null) {
+            fs = p.getFileSystem(conf);
+            fileSystems.putIfAbsent(key, fs);
+        }
+        return fs;
     }
 
     private static BfoPiece take(Future<BfoPiece> f) throws IOException {
