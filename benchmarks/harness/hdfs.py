@@ -15,11 +15,15 @@ identical across formats. --repeat N (default 3) runs every job N times in
 turn; the table shows medians. --sweep-fs-threads 1,2,4,8,16 adds rows of
 the read-only job with BatchTextInputFormat at each bfo.read.fs.threads (the
 files read at once per split), the measurement behind its default.
+A second table gives the CPU seconds each job cost its own JVM and the HDFS
+JVM: on a machine of few cores the NameNode's and DataNode's share bounds the
+speed-up any input format can reach.
 """
 
 import json
 import os
 import re
+import resource
 import shutil
 import socket
 import statistics
@@ -110,6 +114,31 @@ def _load(snap, conf_dir, local, uri, log):
     return time.monotonic() - t0
 
 
+def _cpu_seconds(pid):
+    """User + system CPU seconds of process pid (all its threads) so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children_cpu():
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _cpu_table(medians):
+    """Where the CPU went: the job's JVM (client: split planning, reads, map, the local runner) against the
+    HDFS JVM (NameNode and DataNode). The machine has few cores, so this bounds what a faster client can win:
+    the job cannot take less than the HDFS side's CPU divided by the cores."""
+    rows = []
+    for r in medians:
+        c, h = r.get("client_cpu_seconds"), r.get("hdfs_cpu_seconds")
+        rows.append([r["key"], r.get("label") or hadoop.FORMAT_NAMES[r["format"]], hadoop._fmt(r.get("seconds")),
+                     hadoop._fmt(c), hadoop._fmt(h), hadoop._fmt(c + h) if c is not None and h is not None else "-",
+                     f"{1e3 * h / r['files']:.2f}" if h is not None else "-"])
+    return util.md_table(["job", "input format", "job s", "client CPU s", "HDFS CPU s", "total CPU s",
+                          "HDFS CPU ms/file"], rows, align=["l", "l"] + ["r"] * 5)
+
+
 def _sweep(args):
     if not args.sweep_fs_threads:
         return []
@@ -124,7 +153,8 @@ def _median_row(runs):
     pick = lambda k: statistics.median([r[k] for r in ok if r.get(k) is not None]) if ok else None   # noqa: E731
     out = dict(runs[0])
     out.update(seconds=pick("seconds"), submit_seconds=pick("submit_seconds"), run_seconds=pick("run_seconds"),
-               process_seconds=pick("process_seconds") or 0.0, all_seconds=[r.get("seconds") for r in runs],
+               process_seconds=pick("process_seconds") or 0.0, client_cpu_seconds=pick("client_cpu_seconds"),
+               hdfs_cpu_seconds=pick("hdfs_cpu_seconds"), all_seconds=[r.get("seconds") for r in runs],
                problems=sorted({p for r in runs for p in r["problems"]}))
     return out
 
@@ -164,10 +194,13 @@ def _run_h2(args):
                     for key, job, fmt, settings in jobs:
                         util.log(f"H2 [{rnd + 1}/{rounds}] {key}: {hadoop.FORMAT_NAMES[fmt]} on hdfs, "
                                  f"{results['cache']} cache")
+                        cpu0 = (_children_cpu(), _cpu_seconds(cluster.pid))
                         r = hadoop._run_job(snap=snap, job=job, fmt=fmt, inp=f"{uri}/h2", out=work / f"out-{key}-{fmt}",
                                             ref=ref, root=root, warm_files=warm, timeout=args.timeout,
                                             tmp=work / "hadoop-tmp", settings=settings)
-                        r.update(key=key, job=job, part="all", files=files, user=None, round=rnd)
+                        r.update(key=key, job=job, part="all", files=files, user=None, round=rnd,
+                                 client_cpu_seconds=_children_cpu() - cpu0[0],
+                                 hdfs_cpu_seconds=_cpu_seconds(cluster.pid) - cpu0[1])
                         util.log(f"  job {hadoop._fmt(r['seconds'])} s (submit {hadoop._fmt(r['submit_seconds'])} s,"
                                  f" run {hadoop._fmt(r['run_seconds'])} s)"
                                  + ("" if not r["problems"] else "  PROBLEMS: " + "; ".join(r["problems"])))
@@ -198,5 +231,6 @@ def _run_h2(args):
           f"{results['cache']} cache, median of {rounds} rounds; split size {hadoop.SPLIT_MAXSIZE >> 20} MiB for "
           f"both formats, {hadoop.MAP_SLOTS} map slots, every other setting at its default. Target: "
           f"BatchTextInputFormat at least {TARGET:.0f}x CombineTextInputFormat.\n\n"
-          + hadoop.table({"runs": medians}) + "\n")
+          + hadoop.table({"runs": medians}) + "\n\nCPU seconds (medians) of the job's JVM and of the HDFS JVM:\n\n"
+          + _cpu_table(medians) + "\n")
     return hadoop.finish(outdir, results, md, failed)

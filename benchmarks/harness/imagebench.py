@@ -110,7 +110,8 @@ def run(args):
                               timeout=args.timeout, workdir=workdir, scratch=scratch, helpers=helpers, bfo=bfo,
                               results=results, md=md, outdir=outdir, cache=cache)
                 if sc == "w1":
-                    failed = scenarios.run_w1(fs_list=fs_list, files=files_4k, fsync_files=args.fsync_files,
+                    failed = scenarios.run_w1(fs_list=fs_list, files=files_4k, file_size=args.file_size,
+                                              fsync_files=args.fsync_files,
                                               explicit=bool(args.methods), **common)
                 elif sc == "m1":
                     failed = scenarios.run_m1(set_names=set_names, files_4k=files_4k, src_fs=fs_list[0],

@@ -209,7 +209,9 @@ def _note(r):
 
 
 def w1_heading(rec, cache):
-    return (f"### W1 on {rec['fs']}: write {rec['files']:,} files x 4 KiB ({rec['bytes'] / 1e6:,.1f} MB) durably "
+    size = rec.get("params", {}).get("size", 4096)
+    each = f"{size // 1024} KiB" if size % 1024 == 0 else f"{size:,} bytes"
+    return (f"### W1 on {rec['fs']}: write {rec['files']:,} files x {each} ({rec['bytes'] / 1e6:,.1f} MB) durably "
             f"({cache} cache, " + (f"a fresh {rec['fs']} per run" if cache == "cold" else "a new directory per run")
             + f")\n\n{rec['description']}.")
 

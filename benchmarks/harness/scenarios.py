@@ -66,11 +66,11 @@ def run_read(*, set_names, files_4k, fs, keep, chosen, repeat, do_verify, root, 
     return failed
 
 
-def run_w1(*, fs_list, files, fsync_files, chosen, explicit, repeat, do_verify, root, timeout, workdir, scratch,
+def run_w1(*, fs_list, files, file_size=None, fsync_files, chosen, explicit, repeat, do_verify, root, timeout, workdir, scratch,
            helpers, bfo, results, md, outdir, cache):
     """Returns True when some method FAILED."""
     spec = sets.REGISTRY[W1_SPEC]
-    params = spec.params({"files": files})
+    params = spec.params({"files": files, "size": file_size})
     plan = spec.plan(params)
     stream = scratch / "w1.stream"
     n_sub = fsync_files if fsync_files and 0 < fsync_files < plan.files else None
@@ -93,7 +93,7 @@ def run_w1(*, fs_list, files, fsync_files, chosen, explicit, repeat, do_verify, 
         key = f"w1-{fs}"
         ms = _applicable(chosen, explicit, fs)
         info = {"set": key, "scenario": "w1", "fs": fs,
-                "description": f"the {W1_SPEC} set's files ({len(plan.dirs)} directories, the same names and bytes, "
+                "description": f"the {W1_SPEC} set's files ({params['size']:,} bytes each, {len(plan.dirs)} directories, the same names and bytes, "
                                "in its shuffled creation order) from one stream file in bfo write's simple format "
                                "(`f 644 - SIZE PATH`: no times set), read into the page cache after the cache drop, "
                                "written into DIR=MNT/w1 on a new file system made before every run",

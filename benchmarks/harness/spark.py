@@ -186,7 +186,8 @@ def _compare_row(runs, title, a, b, target):
             ("yes" if same else "NO") + f" ({ra.get('result') or ra.get('error')})"], same
 
 
-def run_s1(*, files, conf, heap, workdir, keep, root, timeout, results, md, outdir, cache, fs="ext4", repeat=1):
+def run_s1(*, files, conf, heap, workdir, keep, root, timeout, results, md, outdir, cache, fs="ext4", repeat=1,
+           where=None):
     """Returns True when some run FAILED or results differ. Rounds run the whole list in turn (not one query
     repeat times in a row), so the load of a noisy machine falls on every method alike; medians reported."""
     spec = sets.REGISTRY["4k"]
@@ -201,13 +202,14 @@ def run_s1(*, files, conf, heap, workdir, keep, root, timeout, results, md, outd
         cluster = spark_home(workdir)
         util.run(["rm", "-rf", str(hdfs)])
         rounds = {}
+        runs = [r for r in RUNS if not where or r[2] in where]
         for rnd in range(1, repeat + 1):
-            for query, method, where in RUNS:
-                util.log(f"S1 [{rnd}/{repeat}] {query} with {method} on {where} ({cache} cache)")
+            for query, method, place in runs:
+                util.log(f"S1 [{rnd}/{repeat}] {query} with {method} on {place} ({cache} cache)")
                 r = run_one(cp, ws.set_dir, ws.probe_dir, method, query, root=root, conf=conf, heap=heap,
-                            timeout=timeout, hdfs=hdfs if where == "hdfs" else None,
-                            cluster=cluster if where == "cluster" else None)
-                rounds.setdefault(f"{query}/{method}/{where}", []).append(r)
+                            timeout=timeout, hdfs=hdfs if place == "hdfs" else None,
+                            cluster=cluster if place == "cluster" else None)
+                rounds.setdefault(f"{query}/{method}/{place}", []).append(r)
                 util.log(f"  -> {r.get('seconds', 0):.2f}s in-JVM, {r.get('partitions')} partitions: "
                          f"{r.get('result') or r.get('error')}")
             info["runs"] = {k: _merge_rounds(v) for k, v in rounds.items()}
@@ -216,6 +218,8 @@ def run_s1(*, files, conf, heap, workdir, keep, root, timeout, results, md, outd
             failed = True
         rows = []
         for title, a, b, target in COMPARE:
+            if a not in runs:
+                continue
             row, same = _compare_row(info["runs"], title, a, b, target)
             rows.append(row)
             failed = failed or not same
@@ -232,6 +236,17 @@ def run_s1(*, files, conf, heap, workdir, keep, root, timeout, results, md, outd
         print("\n" + block, flush=True)
         (outdir / "results.json").write_text(json.dumps(results, indent=1, default=str))
     return failed
+
+
+def _where(arg):
+    """--s1-where local,hdfs,cluster: the rows to run (default all)."""
+    if not arg:
+        return None
+    where = set(arg.split(","))
+    bad = where - {r[2] for r in RUNS}
+    if bad:
+        raise SystemExit(f"--s1-where takes local, hdfs, cluster; not {', '.join(sorted(bad))}")
+    return where
 
 
 def main(args):
@@ -258,7 +273,8 @@ def main(args):
             failed = run_s1(files=args.files, conf=os.environ.get("BFO_S1_SPARK_CONF"),
                             heap=os.environ.get("BFO_S1_HEAP", "2g"), workdir=workdir, keep=args.keep, root=root,
                             timeout=args.timeout, results=results, md=md, outdir=outdir, cache=cache,
-                            fs=args.fs or "ext4", repeat=args.repeat or (1 if args.quick else 3))
+                            fs=args.fs or "ext4", repeat=args.repeat or (1 if args.quick else 3),
+                            where=_where(args.s1_where))
         results["complete"] = True
         (outdir / "results.json").write_text(json.dumps(results, indent=1, default=str))
         (outdir / "table.md").write_text("\n".join(md) + "\n")
