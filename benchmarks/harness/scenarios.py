@@ -66,8 +66,8 @@ def run_read(*, set_names, files_4k, fs, keep, chosen, repeat, do_verify, root, 
     return failed
 
 
-def run_w1(*, fs_list, files, file_size=None, fsync_files, chosen, explicit, repeat, do_verify, root, timeout, workdir, scratch,
-           helpers, bfo, results, md, outdir, cache):
+def run_w1(*, fs_list, files, file_size=None, fsync_files, chosen, explicit, repeat, do_verify, root, timeout,
+           workdir, scratch, helpers, bfo, results, md, outdir, cache):
     """Returns True when some method FAILED."""
     spec = sets.REGISTRY[W1_SPEC]
     params = spec.params({"files": files, "size": file_size})
@@ -93,9 +93,10 @@ def run_w1(*, fs_list, files, file_size=None, fsync_files, chosen, explicit, rep
         key = f"w1-{fs}"
         ms = _applicable(chosen, explicit, fs)
         info = {"set": key, "scenario": "w1", "fs": fs,
-                "description": f"the {W1_SPEC} set's files ({params['size']:,} bytes each, {len(plan.dirs)} directories, the same names and bytes, "
-                               "in its shuffled creation order) from one stream file in bfo write's simple format "
-                               "(`f 644 - SIZE PATH`: no times set), read into the page cache after the cache drop, "
+                "description": f"the {W1_SPEC} set's files ({params['size']:,} bytes each, {len(plan.dirs)} "
+                               "directories, the same names and bytes, in its shuffled creation order) from one "
+                               "stream file in bfo write's simple format (`f 644 - SIZE PATH`: no times set), read "
+                               "into the page cache after the cache drop, "
                                "written into DIR=MNT/w1 on a new file system made before every run",
                 "params": params, "files": plan.files, "bytes": plan.bytes, "dirs": len(plan.dirs),
                 "stream": {"path": str(stream), "bytes": stream.stat().st_size, "generate_seconds": gen_s,
