@@ -169,12 +169,17 @@ void pump(struct ent *until, int to_idle)
 				topup();
 			continue;
 		}
-		if (k == -ETIME)
+		/* ENOBUFS on a poll is no dead end: libbfo waits for arena
+		 * space that files tar opens before the ones still in flight
+		 * hold (a later lot can land first and take the space an
+		 * earlier one needs), and tar's reads give it back. */
+		if (k == -ETIME || (k == -ENOBUFS && wait_ms == 0))
 			return;
 		if (k == -ENOBUFS || k == -EAGAIN) {
-			/* ENOBUFS: the arena is all held by tar-to-be; EAGAIN:
-			 * lots still counted but nothing in flight (cannot
-			 * happen).  Give up what is in flight: libc reads it. */
+			/* ENOBUFS while tar waits for an entry: the arena is
+			 * all held by files tar opens after it; EAGAIN: lots
+			 * still counted but nothing in flight (cannot happen).
+			 * Give up what is in flight: libc reads it. */
 			bfo_read_cancel(cr.ctx);
 			continue;
 		}

@@ -53,8 +53,8 @@ BFO_TAR_STATS=$W/st2 "$FRONT" --use-bfo -cf B.tar tree/dir1 tree/dir2
 s=$(stat_of st2 served); f=$(find tree/dir1 tree/dir2 -type f -size +0 | wc -l)
 [ "${s:-0}" -ge $((f - 2)) ] && pass "served $s of $f files" || fail "served ${s:-0} of $f files"
 [ $served_total -gt 0 ] || fail "the plugin served nothing"
-# Many lots through one open libbfo batch: a 16 MiB arena (lots of 4 MiB,
-# at most two in flight, 12 MiB held or in flight) over 24 MiB of files.
+# Many lots through one open libbfo batch: a 16 MiB arena (lots of 2 MiB,
+# three being read, at most 12 MiB in live lots) over 24 MiB of files.
 for d in 0 1 2 3; do mkdir -p lots/d$d; for i in $(seq 1 750); do rand_file lots/d$d/f$i $(( 1000 + (i * 4099 + d * 577) % 15000 )); done; done
 "$FRONT" -cf P.tar lots
 BFO_TAR_ARENA_MB=16 BFO_TAR_STATS=$W/st3 "$FRONT" --use-bfo -cf B.tar lots
