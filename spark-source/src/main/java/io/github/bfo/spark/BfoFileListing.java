@@ -22,8 +22,8 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * (the one binaryFile and text use): globs in paths, pathGlobFilter,
  * recursiveFileLookup, modifiedBefore/After, hidden files, key=value
  * partition directories and their type inference all behave as in Spark's
- * file sources, on any Hadoop file system. The index's listing of local directories is served by
- * {@link BfoLeafFiles} (option listing=native, the default).
+ * file sources, on any Hadoop file system. The index's listing is served by {@link BfoLeafFiles} (option
+ * listing=native, the default).
  */
 final class BfoFileListing {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -57,7 +57,8 @@ final class BfoFileListing {
         }
         this.remote = other;
         this.hadoopConf = hadoopConf;
-        this.leafFiles = bfoOptions.nativeListing ? new BfoLeafFiles(bfoOptions, hadoopConf) : null;
+        this.leafFiles = bfoOptions.nativeListing ? new BfoLeafFiles(bfoOptions, hadoopConf,
+                ((org.apache.spark.sql.classic.SparkSession) spark).sessionState().conf().ignoreDataLocality()) : null;
         FileStatusCache cache = leafFiles != null ? leafFiles : FileStatusCache.getOrCreate(spark);
         this.index = new InMemoryFileIndex(spark, roots, scalaOptions, scala.Option.apply(userSchema), cache,
                 scala.Option.empty(), scala.Option.empty());

@@ -26,7 +26,9 @@ import scala.Option;
 /**
  * The leaf files of local directory roots, listed by libbfo's parallel walk
  * with one metadata-only batch (statx on the walk's threads, in inode order),
- * handed to Spark's {@code InMemoryFileIndex} as its file status cache: the
+ * and of roots on other Hadoop file systems, listed on the driver a few
+ * directories at a time ({@link BfoRemoteLeafFiles}, where Spark would run a
+ * listing job), handed to Spark's {@code InMemoryFileIndex} as its file status cache: the
  * index asks the cache for each root before listing it itself, so partition
  * discovery, pathGlobFilter, modifiedBefore/After and recursiveFileLookup
  * stay Spark's own and only the listing changes. Spark's listing stats every
@@ -54,13 +56,16 @@ final class BfoLeafFiles extends FileStatusCache {
 
     private final BfoOptions options;
     private final Configuration hadoopConf;
+    private final boolean ignoreLocality;
     private final Map<Path, FileStatus[]> listedBySpark = new ConcurrentHashMap<>();
     private final AtomicLong nativeRoots = new AtomicLong();
     private final AtomicLong sparkRoots = new AtomicLong();
 
-    BfoLeafFiles(BfoOptions options, Configuration hadoopConf) {
+    /** ignoreLocality: spark.sql.ignoreDataLocality (remote roots' statuses then carry no block locations). */
+    BfoLeafFiles(BfoOptions options, Configuration hadoopConf, boolean ignoreLocality) {
         this.options = options;
         this.hadoopConf = hadoopConf;
+        this.ignoreLocality = ignoreLocality;
     }
 
     /** Roots listed by libbfo so far. */
@@ -97,8 +102,15 @@ final class BfoLeafFiles extends FileStatusCache {
     /** root's leaf files as Spark's listing gives them, or null when Spark must list it. */
     private FileStatus[] listNatively(Path root) {
         String scheme = root.toUri().getScheme();
-        if ((scheme != null && !"file".equals(scheme)) || hadoopConf.get(FileInputFormat.PATHFILTER_CLASS) != null) {
+        if (hadoopConf.get(FileInputFormat.PATHFILTER_CLASS) != null) {
             return null;
+        }
+        if (scheme != null && !"file".equals(scheme)) {
+            try {
+                return BfoRemoteLeafFiles.list(root, root.getFileSystem(hadoopConf), ignoreLocality);
+            } catch (IOException e) {
+                return null;
+            }
         }
         String rootDir = root.toUri().getPath();
         java.nio.file.Path local = java.nio.file.Paths.get(rootDir);

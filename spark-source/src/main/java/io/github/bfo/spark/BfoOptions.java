@@ -48,9 +48,9 @@ public final class BfoOptions implements Serializable {
     /** This read's spark.sql.files.maxPartitionNum (the conf's key is accepted as the option name too). */
     public static final String MAX_PARTITION_NUM = "maxPartitionNum";
     /**
-     * How local directories are listed: native (default: libbfo's parallel walk and one metadata-only batch,
-     * falling back to Spark's listing where the result could differ; see BfoLeafFiles) or spark (Spark's
-     * InMemoryFileIndex listing, as binaryFile).
+     * How directories are listed: native (default: local ones by libbfo's parallel walk and one metadata-only
+     * batch, others on the driver a few directories at a time, falling back to Spark's listing where the result
+     * could differ; see BfoLeafFiles) or spark (Spark's InMemoryFileIndex listing, as binaryFile).
      */
     public static final String LISTING = "listing";
     /** bfo-java engine: auto, raw, uring, portable, java. */

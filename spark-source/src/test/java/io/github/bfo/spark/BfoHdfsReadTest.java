@@ -162,4 +162,47 @@ class BfoHdfsReadTest extends SparkTestBase {
             assertTrue(p.preferredLocations().length > 0, "no hosts for " + p);
         }
     }
+
+    /** Jobs Spark ran while the dataset was made and collected, under a job group of its own. */
+    static long jobsFor(String group, java.util.function.Supplier<Dataset<Row>> read) {
+        spark.sparkContext().setJobGroup(group, group, false);
+        try {
+            read.get().collectAsList();
+        } finally {
+            spark.sparkContext().clearJobGroup();
+        }
+        return spark.sparkContext().statusTracker().getJobIdsForGroup(group).length;
+    }
+
+    @Test
+    void wideTreeListedOnTheDriverAsSparkListsIt() throws Exception {
+        // 40 partition directories (Spark lists more than 32 through a job), hidden and temporary names at
+        // both levels (dropped), and a tree one level deeper for recursiveFileLookup
+        for (int i = 0; i < 40; i++) {
+            create("/wide/k=" + i + "/f" + i, new byte[] {(byte) i, 1, 2});
+            create("/deep/d" + i + "/e/g" + i, new byte[] {(byte) i});
+        }
+        for (String n : new String[] {"/wide/_tmp/x", "/wide/.hidden", "/wide/k=1/_y", "/wide/k=2/.z",
+            "/wide/k=3/f._COPYING_", "/deep/d5/_temporary/0/h", "/deep/.d/i"}) {
+            create(n, new byte[] {9});
+        }
+        String wide = dfs.uri() + "/wide";
+        String deep = dfs.uri() + "/deep";
+        assertSameSchema(binaryFile(wide), bfo(wide));
+        assertSameRows(binaryFile(wide), bfo(wide));
+        assertEquals(40, bfo(wide).count());
+        Dataset<Row> dr = spark.read().format("bfo").option("recursiveFileLookup", "true").load(deep);
+        assertSameRows(spark.read().format("binaryFile").option("recursiveFileLookup", "true").load(deep), dr);
+        assertEquals(40, dr.count());
+        assertEquals(1, BfoReadTest.listedRoots(dr)[0], "listed by bfo");
+        assertEquals(0, BfoReadTest.listedRoots(dr)[1]);
+        // binaryFile's listing runs a Spark job for the 40 directories; bfo's runs none (only the query's own)
+        long spark1 = jobsFor("binaryFile-wide", () -> binaryFile(wide).selectExpr("length"));
+        long bfo1 = jobsFor("bfo-wide", () -> bfo(wide).selectExpr("length"));
+        assertTrue(bfo1 < spark1, "jobs: bfo " + bfo1 + ", binaryFile " + spark1);
+        // with Spark's listing asked for, bfo lists as binaryFile does
+        long spark2 = jobsFor("bfo-spark-listing", () -> spark.read().format("bfo").option("listing", "spark")
+                .load(wide).selectExpr("length"));
+        assertEquals(spark1, spark2);
+    }
 }
