@@ -41,10 +41,10 @@ import org.apache.spark.util.HadoopFSUtils;
  * statuses back through the scheduler, which costs more than the listing
  * call it makes (spark-source/README.md has the measurement).
  *
- * <p>Any failure (a root that is a file or is missing, a directory that
- * vanished, permissions) makes {@link #list} return null: Spark's listing
- * then lists the root itself and gives its own error or honours
- * ignoreMissingFiles.
+ * <p>A root that is a file lists as itself, as in Spark. Any failure (a
+ * missing root, a directory that vanished, permissions) makes {@link #list}
+ * return null: Spark's listing then lists the root itself and gives its own
+ * error or honours ignoreMissingFiles.
  */
 final class BfoRemoteLeafFiles {
     /** Directories listed at once: listing calls in flight to the file system's server or store. */

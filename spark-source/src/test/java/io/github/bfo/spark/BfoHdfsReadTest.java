@@ -196,6 +196,11 @@ class BfoHdfsReadTest extends SparkTestBase {
         assertEquals(40, dr.count());
         assertEquals(1, BfoReadTest.listedRoots(dr)[0], "listed by bfo");
         assertEquals(0, BfoReadTest.listedRoots(dr)[1]);
+        // a file as a root lists as itself, as in Spark
+        Dataset<Row> one = bfo(wide + "/k=7/f7");
+        assertSameRows(binaryFile(wide + "/k=7/f7"), one);
+        assertEquals(1, one.count());
+        assertEquals(1, BfoReadTest.listedRoots(one)[0]);
         // binaryFile's listing runs a Spark job for the 40 directories; bfo's runs none (only the query's own)
         long spark1 = jobsFor("binaryFile-wide", () -> binaryFile(wide).selectExpr("length"));
         long bfo1 = jobsFor("bfo-wide", () -> bfo(wide).selectExpr("length"));
