@@ -20,6 +20,7 @@ PACKAGES=(
   liburing-dev
   libarchive-dev
   libxxhash-dev
+  libext2fs-dev
   xxhash
   maven
   openjdk-17-jdk-headless

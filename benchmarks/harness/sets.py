@@ -172,6 +172,13 @@ register(SetSpec(
     planner=plan_small))
 
 register(SetSpec(
+    name="3k5",
+    description="files of 3,500 bytes (120,000) in 100 directories, created in shuffled order: a size "
+                "below one block, so every file ends in a partial block",
+    defaults={"files": 120_000, "size": 3500, "dirs": 100, "seed": 3500},
+    planner=plan_small))
+
+register(SetSpec(
     name="mixed",
     description="sizes log-uniform from 1 KiB to 1 MiB, about 1 GiB in total, 100 directories, shuffled creation",
     defaults={"target_bytes": 1 << 30, "min_size": 1024, "max_size": 1 << 20, "dirs": 100, "seed": 1},

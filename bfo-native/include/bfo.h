@@ -177,7 +177,9 @@ struct bfo_stats {
 	uint32_t engines;       /* bit (1 << engine) for every engine that ran */
 	uint64_t files_by_engine[5];
 	uint64_t direct_regions;/* raw: regions read straight into the file's buffer, no copy */
-	uint64_t reserved[7];
+	uint64_t files_rawmeta; /* raw on ext4: files whose metadata and extents were read from
+				   the inode tables on the device, with no statx, open or FIEMAP */
+	uint64_t reserved[6];
 };
 
 struct bfo_ctx;

@@ -262,9 +262,12 @@ BFO_API int bfo_ctx_describe(struct bfo_ctx *ctx, char *buf, size_t len)
 		return -EINVAL;
 	pthread_mutex_lock(&ctx->devs.lock);
 	for (struct devinfo *d = ctx->devs.list; d && used < sizeof(devs); d = d->next) {
-		int k = snprintf(devs + used, sizeof(devs) - used, "; %u:%u raw %s (%s)",
+		int k = snprintf(devs + used, sizeof(devs) - used, "; %u:%u raw %s (%s)%s%s%s",
 				 (unsigned)(d->dev >> 32), (unsigned)d->dev,
-				 d->raw_fd >= 0 ? "yes" : "no", d->why);
+				 d->raw_fd >= 0 ? "yes" : "no", d->why,
+				 d->ext4 ? ", inodes from the device" : "",
+				 !d->ext4 && d->ext4_why[0] ? ", inodes through the VFS: " : "",
+				 !d->ext4 ? d->ext4_why : "");
 		if (k > 0)
 			used += (size_t)k;
 	}

@@ -20,6 +20,7 @@
 
 #include "common.h"
 #include "devinfo.h"
+#include "ext4ino.h"
 
 #ifndef XFS_SUPER_MAGIC
 #define XFS_SUPER_MAGIC 0x58465342
@@ -75,6 +76,7 @@ void devcache_fini(struct devcache *dc)
 		n = d->next;
 		if (d->raw_fd >= 0)
 			close(d->raw_fd);
+		ext4ino_close(d->ext4);
 		free(d);
 	}
 	dc->list = NULL;
@@ -249,6 +251,8 @@ static void devinfo_probe(struct devinfo *d, const char *path, bool want_raw)
 	d->devsize = size;
 	d->raw_fd = fd;
 	snprintf(d->why, sizeof(d->why), "%.150s", name);
+	if (d->fs == FS_EXT4)
+		d->ext4 = ext4ino_open(name, size, d->ext4_why, sizeof(d->ext4_why));
 }
 
 struct devinfo *devcache_get(struct devcache *dc, uint64_t dev, const char *path)

@@ -20,6 +20,8 @@ struct devinfo {
 	bool sizes_lie;          /* procfs, sysfs, ...: st_size is no size */
 	bool sizes_true;         /* ext4, XFS, btrfs, tmpfs: size 0 is empty */
 	char why[160];           /* why raw is not possible, or the device name */
+	struct ext4ino *ext4;    /* raw ext4: its inodes from the device (ext4ino.h), or NULL */
+	char ext4_why[128];      /* why not, when raw but not ext4 */
 	struct devinfo *next;
 };
 

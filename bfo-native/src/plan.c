@@ -41,6 +41,7 @@ struct ptask {
 	uint32_t first, count;
 	struct fext *ext;
 	uint32_t next, cap;
+	struct ext4ino_buf ibuf;   /* inode-table bytes (hinted files) */
 };
 
 void entry_meta_from_stat(struct entry *e, const struct stat *st)
@@ -278,6 +279,51 @@ static bool is_pseudo(const struct entry *e)
 	return e->di->sizes_lie || (e->size == 0 && !e->di->sizes_true);
 }
 
+/*
+ * A hinted file from its raw inode (ext4ino.c): true when planned so, for a
+ * raw read or metadata only; false: the VFS path plans it (its stat
+ * overwrites everything set here).  Files read per file (large ones) and
+ * plan-only batches take the VFS path, which those reads and stats need.
+ */
+static bool phase1_rawino(struct ptask *t, struct entry *e)
+{
+	struct bfo_ctx *ctx = t->ctx;
+	const struct bfo_opts *o = &ctx->o;
+	struct fext ext[EXT4INO_EXTENTS];
+	uint64_t covered = 0;
+	int n;
+
+	if ((o->flags & BFO_READ_PLAN_ONLY) || !ctx->u || e->di->raw_fd < 0)
+		return false;
+	n = ext4ino_map(e->di->ext4, &t->ibuf, e, e->dir_uid, ext, EXT4INO_EXTENTS, &e->rawsum);
+	if (n < 0 || e->size > o->large_file)
+		return false;
+	e->status = 0;
+	e->rawino = true;
+	stat_add(&ctx->st.files_rawmeta, 1);
+	if (o->flags & BFO_READ_METADATA_ONLY)
+		return true;
+	e->pseudo = false;       /* ext4: st_size is the size */
+	e->route = e->size ? R_RAW : R_NONE;
+	e->engine = BFO_ENGINE_RAW;
+	e->ext_first = t->next;
+	e->ext_count = (uint32_t)n;
+	for (int i = 0; i < n; i++) {
+		if (task_ext_push(t, &ext[i])) {
+			t->next = e->ext_first;
+			e->rawino = false;
+			stat_add(&ctx->st.files_rawmeta, (uint64_t)-1);
+			return false;
+		}
+		if (!ext[i].zero)
+			covered += ext[i].len;
+	}
+	e->first_phys = n ? ext[0].phys : 0;
+	e->holes = covered < e->size;
+	e->sort_key = e->first_phys;
+	return true;
+}
+
 static void phase1_file(struct ptask *t, struct entry *e)
 {
 	struct bfo_ctx *ctx = t->ctx;
@@ -287,6 +333,8 @@ static void phase1_file(struct ptask *t, struct entry *e)
 
 	e->engine = BFO_ENGINE_NONE;
 	e->route = R_NONE;
+	if (e->hinted && phase1_rawino(t, e))
+		return;
 	e->status = stat_path(e->path, nofollow, e);
 	if (e->status)
 		return;
@@ -650,9 +698,41 @@ uint64_t bfo_trace_start;
  * and pool threads (at lower priority) are meanwhile busy with the next
  * window's metadata.
  */
+/*
+ * Files planned from their raw inode that get no data read (empty, or a
+ * metadata-only batch) have no check after a read: their directory is
+ * checked here, after every inode of the window was read, and a file whose
+ * directory changed takes the VFS path now.
+ */
+static void check_rawino_nodata(struct bfo_ctx *ctx, struct window *w)
+{
+	bool nofollow = ctx->o.flags & BFO_READ_NOFOLLOW;
+	uint64_t epoch = dirhint_epoch();
+
+	for (uint32_t i = 0; i < w->n; i++) {
+		struct entry *e = &w->e[i];
+
+		if (!e->rawino || e->route != R_NONE || dirhint_same(w, e, epoch))
+			continue;
+		e->rawino = false;
+		stat_add(&ctx->st.files_rawmeta, (uint64_t)-1);
+		e->status = stat_path(e->path, nofollow, e);
+		if (!e->status)
+			e->status = type_status(e->mode);
+		if (!e->status && e->size && !(ctx->o.flags & BFO_READ_METADATA_ONLY)) {
+			/* It has bytes now: read per file, which checks them. */
+			e->route = e->size > ctx->o.large_file ? R_PIECES : R_POOL;
+			e->engine = BFO_ENGINE_PORTABLE;
+		}
+	}
+}
+
 void plan_window(struct bfo_ctx *ctx, struct window *w)
 {
-	int ret = plan_build(ctx, w);
+	int ret;
+
+	check_rawino_nodata(ctx, w);
+	ret = plan_build(ctx, w);
 
 	TRACE("w%u plan built groups=%u regions=%u", w->serial, w->ngroups, w->nregions);
 	if (bfo_test_hooks.after_plan)
@@ -701,16 +781,15 @@ static void phase1_task(struct pool_task *pt)
 	struct ptask *t = (struct ptask *)pt;
 	struct window *w = t->w;
 
+	ext4ino_buf_start(&t->ibuf);
 	for (uint32_t i = t->first; i < t->first + t->count; i++)
 		phase1_file(t, &w->e[i]);
 	if (atomic_fetch_sub(&w->tasks_left, 1) == 1)
 		phase1_done(t->ctx, w);
 }
 
-void plan_start_window(struct bfo_ctx *ctx, struct window *w)
+static void push_phase1(struct bfo_ctx *ctx, struct window *w)
 {
-	atomic_store(&w->tasks_left, w->ntasks);
-	w->t_plan_start = bfo_now_ns();
 	for (uint32_t i = 0; i < w->ntasks; i++) {
 		struct ptask *t = &w->tasks[i];
 
@@ -720,6 +799,36 @@ void plan_start_window(struct bfo_ctx *ctx, struct window *w)
 		t->first = i * TASK_FILES;
 		t->count = MIN(TASK_FILES, w->n - t->first);
 		pool_push(&ctx->pool, &t->task);
+	}
+}
+
+static void phase0_task(struct pool_task *pt)
+{
+	struct window *w = (struct window *)((char *)pt - offsetof(struct window, hint_task));
+	struct bfo_ctx *ctx = w->ctx;
+
+	dirhint_window(ctx, w);
+	if (bfo_test_hooks.after_hint)
+		bfo_test_hooks.after_hint(bfo_test_hooks.arg, w->n);
+	/* As in plan_start_window: the lock keeps phase1_done, and so the
+	 * window's end, from running before the last task is pushed. */
+	pthread_mutex_lock(&ctx->lock);
+	push_phase1(ctx, w);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+/* Called with ctx->lock held: phase 0 (directory listings, when raw reads
+ * are wanted) runs on the pool and then starts phase 1. */
+void plan_start_window(struct bfo_ctx *ctx, struct window *w)
+{
+	atomic_store(&w->tasks_left, w->ntasks);
+	w->t_plan_start = bfo_now_ns();
+	w->ctx = ctx;
+	if (ctx->devs.want_raw && !(ctx->o.flags & BFO_READ_PLAN_ONLY)) {
+		w->hint_task.fn = phase0_task;
+		pool_push(&ctx->pool, &w->hint_task);
+	} else {
+		push_phase1(ctx, w);
 	}
 }
 
@@ -759,5 +868,6 @@ void window_free(struct window *w)
 	free(w->regions);
 	free(w->early);
 	free(w->large);
+	free(w->hdirs);
 	free(w);
 }

@@ -15,6 +15,8 @@
 
 #include "arena.h"
 #include "devinfo.h"
+#include "ext4ino.h"
+#include "pool.h"
 
 struct bfo_ctx;
 
@@ -72,6 +74,11 @@ struct entry {
 	uint64_t piece_off;        /* R_PIECES: next offset to read */
 	uint64_t pcap;             /* pseudo: bytes the next read may fill */
 	struct devinfo *di;
+	bool hinted;               /* ino, dev, di from its directory's listing (dirhint.c) */
+	bool rawino;               /* metadata and extents from the raw inode (ext4ino.c) */
+	uint32_t dir_uid;          /* hinted: the owner of that directory */
+	uint32_t hdir;             /* hinted: its directory, window->hdirs[hdir] */
+	struct ext4ino_sum rawsum; /* rawino: the inode as it was mapped */
 };
 
 struct fext {                      /* one FIEMAP extent, clipped to the file */
@@ -106,6 +113,18 @@ struct group {                     /* files dispatched with one arena chunk */
 
 struct ptask;
 
+/* A directory listed for a window's files (dirhint.c): as it was before
+ * the listing; unchanged later, the names it gave still name the same
+ * inodes. */
+struct hdir {
+	uint32_t entry, len;       /* its path: the first len bytes of entry's path */
+	uint64_t dev, ino;
+	int64_t ctime_sec, mtime_sec;
+	uint32_t ctime_nsec, mtime_nsec;
+	uint64_t checked;          /* epoch of the last check (dirhint_same) */
+	bool ok;                   /* its result */
+};
+
 struct window {
 	uint32_t serial;
 	uint64_t base;             /* batch index of entry 0 */
@@ -113,7 +132,11 @@ struct window {
 	struct entry *e;
 	char *paths;
 	size_t paths_len;
-	/* phase 1 */
+	/* phase 0 (dirhint.c), then phase 1 */
+	struct pool_task hint_task;
+	struct bfo_ctx *ctx;
+	struct hdir *hdirs;
+	uint32_t nhdirs;
 	struct ptask *tasks;
 	uint32_t ntasks;
 	atomic_uint tasks_left;
@@ -143,6 +166,12 @@ struct window *window_alloc(uint32_t n, size_t paths_len);
 void plan_start_window(struct bfo_ctx *ctx, struct window *w);
 void plan_window(struct bfo_ctx *ctx, struct window *w);
 void window_free(struct window *w);
+void dirhint_window(struct bfo_ctx *ctx, struct window *w);
+/* A number no earlier check used: checks of one epoch share a directory's
+ * result, so take a new one for every set of files whose data is in. */
+uint64_t dirhint_epoch(void);
+/* Is the directory that named e (hinted) as it was before its listing? */
+bool dirhint_same(struct window *w, const struct entry *e, uint64_t epoch);
 int stat_path(const char *path, bool nofollow, struct entry *e);
 bool meta_same(const struct entry *a, const struct entry *b);
 void entry_meta_from_stat(struct entry *e, const struct stat *st);

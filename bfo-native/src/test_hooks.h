@@ -16,6 +16,9 @@
  * caller then sees what it sees when the dispatcher is slow to retire.
  */
 struct bfo_test_hooks {
+	/* after_hint: after a window's directories were listed (dirhint.c),
+	 * before its inodes are read */
+	void (*after_hint)(void *arg, uint32_t nfiles);
 	void (*after_plan)(void *arg, uint32_t nfiles);
 	void (*after_data)(void *arg, const char *path);
 	bool (*hold_retire)(void *arg);

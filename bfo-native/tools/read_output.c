@@ -112,6 +112,9 @@ void print_stats(struct bfo_ctx *ctx, const struct bfo_stats *st, bool plan, uin
 		", windows %" PRIu64 "\n",
 		st->ios, st->regions, st->direct_regions, st->extents, (double)st->device_bytes / 1e6,
 		(double)st->gap_bytes / 1e6, st->fallback_files, st->windows);
+	if (st->files_rawmeta)
+		fprintf(stderr, "  metadata of %" PRIu64 " files from the inode tables on the device"
+			" (no statx, open or FIEMAP)\n", st->files_rawmeta);
 	fprintf(stderr, "  phases: metadata %.3f s, data %.3f s, total %.3f s (phases overlap)\n",
 		secs(st->ns_meta), secs(st->ns_data), secs(st->ns_total));
 	if (plan && st->files_ok)
@@ -146,12 +149,12 @@ void print_json(const struct bfo_stats *st, uint64_t skipped)
 	printf("{\"files\":%" PRIu64 ",\"files_ok\":%" PRIu64 ",\"files_failed\":%" PRIu64
 	       ",\"bytes\":%" PRIu64 ",\"device_bytes\":%" PRIu64 ",\"ios\":%" PRIu64
 	       ",\"regions\":%" PRIu64 ",\"direct_regions\":%" PRIu64 ",\"extents\":%" PRIu64
-	       ",\"gap_bytes\":%" PRIu64
+	       ",\"gap_bytes\":%" PRIu64 ",\"files_rawmeta\":%" PRIu64
 	       ",\"fallback_files\":%" PRIu64 ",\"windows\":%" PRIu64 ",\"skipped\":%" PRIu64
 	       ",\"engine\":\"%s\",\"engines\":[",
 	       st->files, st->files_ok, st->files_failed, st->bytes, st->device_bytes, st->ios,
-	       st->regions, st->direct_regions, st->extents, st->gap_bytes, st->fallback_files, st->windows, skipped,
-	       bfo_engine_name((int)st->engine));
+	       st->regions, st->direct_regions, st->extents, st->gap_bytes, st->files_rawmeta, st->fallback_files, st->windows,
+	       skipped, bfo_engine_name((int)st->engine));
 	json_engines(st, false);
 	printf("],\"files_by_engine\":{");
 	json_engines(st, true);

@@ -1,0 +1,436 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * t_rawino: the raw engine's metadata from ext4's inode tables (ext4ino.c,
+ * dirhint.c) on a loop-mounted ext4, as root.  Every file must equal read()
+ * and stat(), and the statistics must show which files took the device's
+ * inodes (files_rawmeta), so a path that silently fell back cannot pass:
+ *  - served: files of many sizes, sparse, unwritten and preallocated-past-
+ *    EOF extents, empty, rewritten after the caches were dropped (dirty)
+ *    and never synced (delayed allocation): all of them from raw inodes;
+ *  - owner: files of another owner than their directory take the VFS path,
+ *    those of the directory's owner do not;
+ *  - mounts: a file mounted over a file in the directory: the directory
+ *    takes the VFS path (the listing names the covered file); a symbolic
+ *    link to a file is read through the VFS;
+ *  - metadata only: metadata equals stat() from raw inodes too;
+ *  - race: a writer renames new versions over the files, deletes and
+ *    recreates them (freed inode numbers are reused by other names) and
+ *    touches them, in bursts, while batches read them: every file
+ *    delivered holds exactly one version's bytes under its own name, and
+ *    some batches read from raw inodes while the writer ran.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test_hooks.h"
+#include "t_helpers.h"
+
+#define NSERVED 200
+#define NOWNER  40
+#define NLINKS  30
+#define NRACE   64
+
+static void quiet(void)
+{
+	/* dirhint.c lists no directory changed in the last 20 ms */
+	usleep(60 * 1000);
+}
+
+static void mkdir_or_fail(const char *p, uid_t uid)
+{
+	if (mkdir(p, 0755) < 0 || chown(p, uid, uid) < 0)
+		t_fail("mkdir %s: %s", p, strerror(errno));
+}
+
+/* A metadata-only result equals stat() of the path. */
+static void expect_meta(const struct t_result *r, const char *path, const char *msg)
+{
+	struct stat st;
+
+	T_ASSERT(stat(path, &st) == 0, "stat %s", path);
+	T_ASSERT(r->status == 0, "[%s] %s: status %d", msg, path, r->status);
+	T_EQ(r->size, st.st_size);
+	T_EQ(r->ino, st.st_ino);
+	T_EQ(r->mode, st.st_mode);
+	T_EQ(r->uid, st.st_uid);
+	T_EQ(r->gid, st.st_gid);
+	T_EQ(r->nlink, st.st_nlink);
+	T_EQ(r->mtime_sec, st.st_mtim.tv_sec);
+	T_EQ(r->mtime_nsec, st.st_mtim.tv_nsec);
+	T_EQ(r->ctime_sec, st.st_ctim.tv_sec);
+	T_EQ(r->ctime_nsec, st.st_ctim.tv_nsec);
+}
+
+static struct bfo_stats read_all(char **paths, size_t n, unsigned flags, const char *msg)
+{
+	struct bfo_opts o;
+	struct bfo_stats st;
+	struct t_result *r = t_results_new(n);
+
+	bfo_opts_init(&o);
+	o.engine = BFO_ENGINE_RAW;
+	o.flags |= flags;
+	t_batch(&o, paths, n, r, &st);
+	for (size_t i = 0; i < n; i++) {
+		if (flags & BFO_READ_METADATA_ONLY)
+			expect_meta(&r[i], paths[i], msg);
+		else
+			t_expect_plain(r, paths, i, msg);
+	}
+	t_results_free(r, n);
+	return st;
+}
+
+/* ------------------------------------------------------------ served */
+
+static void served(const char *mnt)
+{
+	static const uint64_t sizes[] = { 1, 100, 3500, 4095, 4096, 4097, 12288, 65536, 200000, 1 << 20 };
+	char *dir = t_path(mnt, "served"), *p[NSERVED + 8];
+	size_t n = 0;
+	char name[64];
+
+	mkdir_or_fail(dir, 0);
+	for (int i = 0; i < NSERVED; i++) {
+		snprintf(name, sizeof(name), "f%03d", i);
+		p[n] = t_path(dir, name);
+		t_write_random(p[n++], sizes[i % 10] + (uint64_t)i, (uint64_t)i + 1);
+	}
+	p[n] = t_path(dir, "empty");
+	t_write_bytes(p[n++], "", 0);
+	p[n] = t_path(dir, "sparse");      /* data, a hole, data */
+	t_write_random(p[n], 5000, 91);
+	int fd = open(p[n++], O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0 || pwrite(fd, "tail", 4, 1 << 20) != 4)
+		t_fail("sparse: %s", strerror(errno));
+	close(fd);
+	p[n] = t_path(dir, "unwritten");   /* a written block inside an unwritten extent */
+	fd = open(p[n++], O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	if (fd < 0 || fallocate(fd, 0, 0, 256 << 10) < 0 || pwrite(fd, "written", 7, 100 << 10) != 7)
+		t_fail("unwritten: %s", strerror(errno));
+	close(fd);
+	p[n] = t_path(dir, "prealloc");    /* preallocated past EOF */
+	t_write_random(p[n], 10000, 92);
+	fd = open(p[n++], O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 1 << 20) < 0)
+		t_fail("prealloc: %s", strerror(errno));
+	close(fd);
+	T_ASSERT(t_drop_caches(), "drop_caches refused");
+	/* after the drop: rewritten (dirty pages) and new, never synced */
+	for (int i = 0; i < NSERVED; i += 20)
+		t_write_random(p[i], sizes[i % 10] + (uint64_t)i, (uint64_t)i + 1000);
+	for (int i = 0; i < 5; i++) {
+		snprintf(name, sizeof(name), "unsynced%d", i);
+		p[n] = t_path(dir, name);
+		t_write_random(p[n++], 3000 + 7000 * (uint64_t)i, 900 + (uint64_t)i);
+	}
+	quiet();
+	struct bfo_stats st = read_all(p, n, 0, "served");
+
+	T_EQ(st.files_rawmeta, n);
+	T_EQ(st.fallback_files, 0);
+	T_ASSERT(st.files_by_engine[BFO_ENGINE_RAW] > 0, "no file read raw");
+	/* unchanged files, from a cold cache: still all of them */
+	T_ASSERT(t_drop_caches(), "drop_caches refused");
+	st = read_all(p, n, 0, "served, cold");
+	T_EQ(st.files_rawmeta, n);
+	/* metadata only */
+	st = read_all(p, n, BFO_READ_METADATA_ONLY, "served, metadata only");
+	T_EQ(st.files_rawmeta, n);
+	t_log("served: %zu files from raw inodes, bytes and metadata equal read() and stat()", n);
+}
+
+/* ------------------------------------------------------------ owner */
+
+static void owner(const char *mnt)
+{
+	char *root_dir = t_path(mnt, "owned-root"), *nobody_dir = t_path(mnt, "owned-nobody");
+	char *p[3 * NOWNER], name[64];
+	size_t n = 0;
+
+	mkdir_or_fail(root_dir, 0);
+	mkdir_or_fail(nobody_dir, 65534);
+	for (int i = 0; i < NOWNER; i++) {
+		snprintf(name, sizeof(name), "root%02d", i);          /* root's, in root's directory */
+		p[n] = t_path(root_dir, name);
+		t_write_random(p[n++], 4096, (uint64_t)i + 300);
+		snprintf(name, sizeof(name), "nobody%02d", i);        /* nobody's, in root's directory */
+		p[n] = t_path(root_dir, name);
+		t_write_random(p[n], 4096, (uint64_t)i + 400);
+		if (chown(p[n++], 65534, 65534) < 0)
+			t_fail("chown: %s", strerror(errno));
+		snprintf(name, sizeof(name), "own%02d", i);           /* nobody's, in nobody's directory */
+		p[n] = t_path(nobody_dir, name);
+		t_write_random(p[n], 4096, (uint64_t)i + 500);
+		if (chown(p[n++], 65534, 65534) < 0)
+			t_fail("chown: %s", strerror(errno));
+	}
+	T_ASSERT(t_drop_caches(), "drop_caches refused");
+	quiet();
+	struct bfo_stats st = read_all(p, n, 0, "owner");
+
+	T_EQ(st.files_rawmeta, 2 * NOWNER);
+	t_log("owner: %d files of another owner than their directory read through the VFS", NOWNER);
+}
+
+/* ------------------------------------------------------------ mounts */
+
+static void mounts(const char *mnt)
+{
+	char *dir = t_path(mnt, "mounts"), *p[NLINKS + 1], name[64];
+	char *over = t_path(t_tmpdir(), "mounted-over");
+	size_t n = 0;
+
+	mkdir_or_fail(dir, 0);
+	for (int i = 0; i < NLINKS; i++) {
+		snprintf(name, sizeof(name), "m%02d", i);
+		p[n] = t_path(dir, name);
+		t_write_random(p[n++], 5000, (uint64_t)i + 600);
+	}
+	p[n] = t_path(dir, "link");
+	if (symlink("m01", p[n++]) < 0)
+		t_fail("symlink: %s", strerror(errno));
+	t_write_random(over, 7777, 700);
+	if (mount(over, p[0], NULL, MS_BIND, NULL) < 0)
+		t_skip("mount --bind of a file: %s", strerror(errno));
+	t_cleanup_mount(p[0]);
+	T_ASSERT(t_drop_caches(), "drop_caches refused");
+	quiet();
+	struct bfo_stats st = read_all(p, n, 0, "mounts, a file mounted over m00");
+
+	T_EQ(st.files_rawmeta, 0);
+	if (umount(p[0]) < 0)
+		t_fail("umount: %s", strerror(errno));
+	quiet();
+	st = read_all(p, n, 0, "mounts, unmounted");
+	T_EQ(st.files_rawmeta, NLINKS);
+	t_log("mounts: a directory with a file mounted in it, and a symbolic link, through the VFS");
+}
+
+/* ------------------------------------------------------------ race */
+
+struct race {
+	char *dir;
+	char *paths[NRACE];
+	atomic_bool stop;
+	atomic_uint versions;
+};
+
+/* Version v of file i: a header naming both, then bytes from them; its
+ * size from them too. */
+static size_t version_bytes(unsigned i, unsigned v, uint8_t *buf, size_t cap)
+{
+	size_t len = 1000 + (size_t)(i * 7919u + v * 104729u) % 20000;
+	int h = snprintf((char *)buf, cap, "file %u version %u\n", i, v);
+
+	T_ASSERT(len <= cap, "buffer");
+	t_fill_random(buf + h, len - (size_t)h, (uint64_t)i << 32 | v);
+	return len;
+}
+
+static void *race_writer(void *arg)
+{
+	struct race *r = arg;
+	uint64_t seed = 42;
+	uint8_t buf[32 << 10];
+	char tmp[4096];
+	unsigned v = 1;
+
+	snprintf(tmp, sizeof(tmp), "%s/.tmp", r->dir);
+	while (!atomic_load(&r->stop)) {
+		usleep(25 * 1000);     /* quiet: directories get listed */
+		for (int k = 0; k < 8; k++) {
+			unsigned i = (unsigned)t_rand_range(&seed, 0, NRACE - 1), op = (unsigned)t_rand(&seed) % 3;
+			size_t len = version_bytes(i, ++v, buf, sizeof(buf));
+
+			if (op == 2) {
+				/* a new inode time and nothing else */
+				utimensat(AT_FDCWD, r->paths[i], NULL, 0);
+				continue;
+			}
+			if (op == 1)
+				unlink(r->paths[i]);   /* its inode number is free for the next file */
+			t_write_bytes(tmp, buf, len);
+			if (rename(tmp, r->paths[i]) < 0)
+				t_fail("rename: %s", strerror(errno));
+		}
+		atomic_fetch_add(&r->versions, 8);
+	}
+	return NULL;
+}
+
+/* A delivered file holds one version of itself: header, bytes, size. */
+static void check_version(const struct t_result *res, unsigned i, const char *path)
+{
+	static uint8_t want[32 << 10];
+	unsigned fi, v;
+
+	if (res->status == -ENOENT || res->status == -ESTALE)
+		return;
+	T_ASSERT(res->status == 0, "%s: status %d", path, res->status);
+	T_ASSERT(res->data && sscanf((const char *)res->data, "file %u version %u", &fi, &v) == 2,
+		 "%s: no header", path);
+	T_ASSERT(fi == i, "%s: holds the bytes of file %u", path, fi);
+	size_t len = version_bytes(i, v, want, sizeof(want));
+
+	T_EQ(res->len, len);
+	T_EQ(res->size, len);
+	T_ASSERT(memcmp(res->data, want, len) == 0, "%s: version %u torn", path, v);
+}
+
+static void race(const char *mnt)
+{
+	struct race r = { .dir = t_path(mnt, "race") };
+	uint8_t buf[32 << 10];
+	uint64_t rawmeta = 0;
+	pthread_t th;
+	int batches = 0;
+
+	mkdir_or_fail(r.dir, 0);
+	for (unsigned i = 0; i < NRACE; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "r%02u", i);
+		r.paths[i] = t_path(r.dir, name);
+		t_write_bytes(r.paths[i], buf, version_bytes(i, 0, buf, sizeof(buf)));
+	}
+	if (pthread_create(&th, NULL, race_writer, &r))
+		t_fail("pthread_create");
+	time_t end = time(NULL) + 6;
+
+	while (time(NULL) < end || rawmeta == 0) {
+		struct bfo_opts o;
+		struct bfo_stats st;
+		struct t_result *res = t_results_new(NRACE);
+
+		T_ASSERT(time(NULL) < end + 30, "no batch read from raw inodes in 36 s");
+		bfo_opts_init(&o);
+		o.engine = BFO_ENGINE_RAW;
+		t_batch(&o, r.paths, NRACE, res, &st);
+		for (unsigned i = 0; i < NRACE; i++)
+			check_version(&res[i], i, r.paths[i]);
+		t_results_free(res, NRACE);
+		rawmeta += st.files_rawmeta;
+		batches++;
+	}
+	atomic_store(&r.stop, true);
+	pthread_join(th, NULL);
+	quiet();
+	struct bfo_stats st = read_all(r.paths, NRACE, 0, "race, after the writer");
+
+	T_EQ(st.files_rawmeta, NRACE);
+	t_log("race: %d batches beside %u changes, %llu files from raw inodes, each one version whole",
+	      batches, atomic_load(&r.versions), (unsigned long long)rawmeta);
+}
+
+/* ------------------------------------------------------------ reuse */
+
+/*
+ * Between the listing and the inode reads (the after_hint hook): a new
+ * version is renamed over "a" (its inode is freed), then files are made
+ * until one gets that inode number, and it is renamed over "b".  The
+ * listing said "a" is that number: "a" must be delivered with its new
+ * bytes (or -ESTALE), never b's.
+ */
+struct reuse {
+	char *a, *b, *tmp, *dir;
+	ino_t old_ino;
+	bool reused;
+	int hooks;
+};
+
+static void reuse_hook(void *arg, uint32_t nfiles)
+{
+	struct reuse *r = arg;
+	uint8_t buf[32 << 10];
+	char name[4096];
+
+	if (r->hooks++)
+		return;
+	t_write_bytes(r->tmp, buf, version_bytes(0, 1, buf, sizeof(buf)));
+	if (rename(r->tmp, r->a) < 0)
+		t_fail("rename: %s", strerror(errno));
+	for (int k = 0; k < 2000 && !r->reused; k++) {
+		struct stat st;
+
+		snprintf(name, sizeof(name), "%s/n%04d", r->dir, k);
+		t_write_bytes(name, buf, version_bytes(1, 7, buf, sizeof(buf)));
+		if (stat(name, &st) == 0 && st.st_ino == r->old_ino) {
+			if (rename(name, r->b) < 0)
+				t_fail("rename: %s", strerror(errno));
+			r->reused = true;
+		}
+	}
+}
+
+static void reuse(const char *mnt)
+{
+	struct reuse r = { .dir = t_path(mnt, "reuse") };
+	uint8_t buf[32 << 10];
+	char *p[2];
+	struct stat st;
+
+	mkdir_or_fail(r.dir, 0);
+	r.a = p[0] = t_path(r.dir, "a");
+	r.b = p[1] = t_path(r.dir, "b");
+	r.tmp = t_path(r.dir, ".tmp");
+	t_write_bytes(r.a, buf, version_bytes(0, 0, buf, sizeof(buf)));
+	t_write_bytes(r.b, buf, version_bytes(1, 0, buf, sizeof(buf)));
+	for (int i = 0; i < 14; i++) {       /* enough names for the directory to be listed */
+		char name[32];
+
+		snprintf(name, sizeof(name), "pad%02d", i);
+		t_write_bytes(t_path(r.dir, name), "x", 1);
+	}
+	T_ASSERT(stat(r.a, &st) == 0, "stat");
+	r.old_ino = st.st_ino;
+	T_ASSERT(t_drop_caches(), "drop_caches refused");
+	quiet();
+	bfo_test_hooks.arg = &r;
+	bfo_test_hooks.after_hint = reuse_hook;
+
+	struct bfo_opts o;
+	struct bfo_stats st2;
+	struct t_result *res = t_results_new(2);
+
+	bfo_opts_init(&o);
+	o.engine = BFO_ENGINE_RAW;
+	t_batch(&o, p, 2, res, &st2);
+	bfo_test_hooks.after_hint = NULL;
+	T_ASSERT(r.hooks > 0, "the hook did not run");
+	if (!r.reused)
+		t_skip("no new file got the freed inode number");
+	check_version(&res[0], 0, r.a);
+	check_version(&res[1], 1, r.b);
+	T_ASSERT(res[0].status != 0 || strncmp((const char *)res[0].data, "file 0 version 1", 16) == 0,
+		 "a: not its new version");
+	t_results_free(res, 2);
+	t_log("reuse: a name whose inode number went to another file between the listing and the read: "
+	      "its own new bytes (%llu files from raw inodes)", (unsigned long long)st2.files_rawmeta);
+}
+
+int main(void)
+{
+	t_init("t_rawino", 600);
+	if (!t_is_root())
+		t_skip("needs root (a loop-mounted ext4 and the raw engine)");
+	const char *mnt = t_loop_fs_or_skip("ext4", 256, "", "");
+
+	served(mnt);
+	owner(mnt);
+	mounts(mnt);
+	race(mnt);
+	reuse(mnt);
+	t_done();
+	return 0;
+}
