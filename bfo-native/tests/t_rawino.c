@@ -39,6 +39,12 @@
 #define NLINKS  30
 #define NRACE   64
 
+static void free_all(char **p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(p[i]);
+}
+
 static void quiet(void)
 {
 	/* dirhint.c lists no directory changed in the last 20 ms */
@@ -95,7 +101,7 @@ static struct bfo_stats read_all(char **paths, size_t n, unsigned flags, const c
 static void served(const char *mnt)
 {
 	static const uint64_t sizes[] = { 1, 100, 3500, 4095, 4096, 4097, 12288, 65536, 200000, 1 << 20 };
-	char *dir = t_path(mnt, "served"), *p[NSERVED + 8];
+	char *dir = t_path(mnt, "served"), *p[NSERVED + 16];
 	size_t n = 0;
 	char name[64];
 
@@ -148,6 +154,8 @@ static void served(const char *mnt)
 	st = read_all(p, n, BFO_READ_METADATA_ONLY, "served, metadata only");
 	T_EQ(st.files_rawmeta, n);
 	t_log("served: %zu files from raw inodes, bytes and metadata equal read() and stat()", n);
+	free_all(p, n);
+	free(dir);
 }
 
 /* ------------------------------------------------------------ owner */
@@ -181,6 +189,9 @@ static void owner(const char *mnt)
 
 	T_EQ(st.files_rawmeta, 2 * NOWNER);
 	t_log("owner: %d files of another owner than their directory read through the VFS", NOWNER);
+	free_all(p, n);
+	free(root_dir);
+	free(nobody_dir);
 }
 
 /* ------------------------------------------------------------ mounts */
@@ -215,6 +226,9 @@ static void mounts(const char *mnt)
 	st = read_all(p, n, 0, "mounts, unmounted");
 	T_EQ(st.files_rawmeta, NLINKS);
 	t_log("mounts: a directory with a file mounted in it, and a symbolic link, through the VFS");
+	free_all(p, n);
+	free(dir);
+	free(over);
 }
 
 /* ------------------------------------------------------------ race */
@@ -331,6 +345,8 @@ static void race(const char *mnt)
 	T_EQ(st.files_rawmeta, NRACE);
 	t_log("race: %d batches beside %u changes, %llu files from raw inodes, each one version whole",
 	      batches, atomic_load(&r.versions), (unsigned long long)rawmeta);
+	free_all(r.paths, NRACE);
+	free(r.dir);
 }
 
 /* ------------------------------------------------------------ reuse */
@@ -390,7 +406,10 @@ static void reuse(const char *mnt)
 		char name[32];
 
 		snprintf(name, sizeof(name), "pad%02d", i);
-		t_write_bytes(t_path(r.dir, name), "x", 1);
+		char *pad = t_path(r.dir, name);
+
+		t_write_bytes(pad, "x", 1);
+		free(pad);
 	}
 	T_ASSERT(stat(r.a, &st) == 0, "stat");
 	r.old_ino = st.st_ino;
@@ -417,6 +436,10 @@ static void reuse(const char *mnt)
 	t_results_free(res, 2);
 	t_log("reuse: a name whose inode number went to another file between the listing and the read: "
 	      "its own new bytes (%llu files from raw inodes)", (unsigned long long)st2.files_rawmeta);
+	free(r.a);
+	free(r.b);
+	free(r.tmp);
+	free(r.dir);
 }
 
 int main(void)
