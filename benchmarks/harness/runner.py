@@ -168,6 +168,8 @@ def run_methods(ctx, methods, *, repeat, do_verify, root, timeout=None, into=Non
             run = {"seconds": res.seconds, "returncode": res.returncode, "stats": stats}
             if res.returncode != 0:
                 run["error"] = _first(res.stderr)
+                # the lines before the summary name the file and the error (kept for the next look)
+                run["stderr_tail"] = [x[:300] for x in (res.stderr or "").strip().splitlines()[-20:]]
                 r["status"] = "FAILED"
                 r.setdefault("reason", None)
                 r["reason"] = r["reason"] or f"exit {res.returncode}: {run['error']}"

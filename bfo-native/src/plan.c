@@ -693,12 +693,6 @@ struct bfo_test_hooks bfo_test_hooks;
 uint64_t bfo_trace_start;
 
 /*
- * Build the plan of a window whose phase 1 is done.  Runs on the dispatcher
- * thread, not on the pool: it is on the critical path of the data phase,
- * and pool threads (at lower priority) are meanwhile busy with the next
- * window's metadata.
- */
-/*
  * Files planned from their raw inode that get no data read (empty, or a
  * metadata-only batch) have no check after a read: their directory is
  * checked here, after every inode of the window was read, and a file whose
@@ -727,6 +721,12 @@ static void check_rawino_nodata(struct bfo_ctx *ctx, struct window *w)
 	}
 }
 
+/*
+ * Build the plan of a window whose phase 1 is done.  Runs on the dispatcher
+ * thread, not on the pool: it is on the critical path of the data phase,
+ * and pool threads (at lower priority) are meanwhile busy with the next
+ * window's metadata.
+ */
 void plan_window(struct bfo_ctx *ctx, struct window *w)
 {
 	int ret;
