@@ -10,8 +10,11 @@
  * files to pay for reading all its entries: at least one per DENSITY bytes
  * of directory.  Only entries listed as regular files are taken (a
  * symbolic link, or a name the listing does not show, keeps the VFS path).
- * The file system is synced first (once per window): the device must hold
- * the data the inodes point to, as FIEMAP_FLAG_SYNC made sure per file.
+ * Once the window's inodes are read, its file systems are synced
+ * (dirhint_sync): the device must hold the data those inodes point to, as
+ * FIEMAP_FLAG_SYNC made sure per file.  After the inode reads, not before:
+ * a file written in between has a new inode, which the check after its
+ * data read sees; one written before has its data on the device.
  */
 #include <dirent.h>
 #include <stdatomic.h>
@@ -36,7 +39,6 @@
 
 #define DENSITY    512u          /* directory bytes one wanted file pays for */
 #define DENTS_BUF  (32u << 10)
-#define MAX_SYNCED 8u            /* file systems synced per window (more: not hinted) */
 /* A directory changed less than this long ago is not listed: a change after
  * the listing must give it a newer ctime than the one recorded, and
  * timestamps move by clock ticks (ext4 stamps the coarse clock). */
@@ -56,8 +58,6 @@ struct hint_state {
 	uint32_t *slots;             /* open addressing: entry index + 1, 0 empty */
 	uint32_t nslots, tsize;      /* allocated; in use by this directory's table */
 	char *dents;
-	struct devinfo *synced[MAX_SYNCED];
-	unsigned nsynced;
 	uint32_t hcap;               /* allocated window->hdirs */
 };
 
@@ -221,16 +221,40 @@ static void hint_name(struct hint_state *s, const char *name, uint64_t ino, uint
 	}
 }
 
-/* Sync the file system of fd once per window; false if it cannot be. */
-static bool synced(struct hint_state *s, struct devinfo *di, int fd)
+/* Note di as a file system of the window (synced by dirhint_sync); false
+ * when the window has too many. */
+static bool note_dev(struct window *w, struct devinfo *di)
 {
-	for (unsigned i = 0; i < s->nsynced; i++)
-		if (s->synced[i] == di)
+	for (unsigned i = 0; i < w->nhint_devs; i++)
+		if (w->hint_devs[i].di == di)
 			return true;
-	if (s->nsynced == MAX_SYNCED || syncfs(fd) < 0)
+	if (w->nhint_devs == WINDOW_HINT_DEVS)
 		return false;
-	s->synced[s->nsynced++] = di;
+	w->hint_devs[w->nhint_devs].di = di;
+	w->hint_devs[w->nhint_devs++].hdir = w->nhdirs;
 	return true;
+}
+
+bool dirhint_sync(struct window *w)
+{
+	char path[PATH_MAX];
+	bool ok = true;
+
+	for (unsigned i = 0; i < w->nhint_devs; i++) {
+		const struct hdir *h = &w->hdirs[w->hint_devs[i].hdir];
+		int fd;
+
+		memcpy(path, w->e[h->entry].path, h->len);
+		path[h->len] = '\0';
+		if (h->len == 0)
+			strcpy(path, *w->e[h->entry].path == '/' ? "/" : ".");
+		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0 || syncfs(fd) < 0)
+			ok = false;
+		if (fd >= 0)
+			close(fd);
+	}
+	return ok;
 }
 
 static void hint_dir(struct hint_state *s, const uint32_t *idx, uint32_t k)
@@ -257,7 +281,7 @@ static void hint_dir(struct hint_state *s, const uint32_t *idx, uint32_t k)
 	dev = (uint64_t)major(st.st_dev) << 32 | minor(st.st_dev);
 	di = devcache_get(&s->ctx->devs, dev, dir);
 	if (!di || !di->ext4 || di->raw_fd < 0 || ext4ino_dir_excluded(di->ext4, dev, st.st_ino) ||
-	    !synced(s, di, fd) || !build_table(s, idx, k) || !add_hdir(s, idx[0], len, dev, &st))
+	    !build_table(s, idx, k) || !add_hdir(s, idx[0], len, dev, &st) || !note_dev(s->w, di))
 		goto out;
 	for (;;) {
 		long n = syscall(SYS_getdents64, fd, s->dents, DENTS_BUF);

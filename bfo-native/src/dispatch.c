@@ -195,7 +195,7 @@ static void verify_and_deliver(struct disp *d, struct window *w, uint32_t ei, co
 		 * (the name still names it), the bytes read are the file's
 		 * (ext4ino.c).  The inode unchanged in a changed directory:
 		 * the name is checked as on the VFS path, below. */
-		bool same = ext4ino_same(e->di->ext4, e->ino, &e->rawsum);
+		bool same = !w->unsynced && ext4ino_same(e->di->ext4, e->ino, &e->rawsum);
 
 		if (same && dirhint_same(w, e, d->epoch)) {
 			deliver(d, w, ei, group_chunk(w, e), data, 0, e->size, true);

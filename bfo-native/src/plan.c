@@ -694,9 +694,10 @@ uint64_t bfo_trace_start;
 
 /*
  * Files planned from their raw inode that get no data read (empty, or a
- * metadata-only batch) have no check after a read: their directory is
- * checked here, after every inode of the window was read, and a file whose
- * directory changed takes the VFS path now.
+ * metadata-only batch) have no check after a read: their inode and
+ * directory are checked here, after every inode of the window was read and
+ * its file systems synced (a file written but not yet on the device shows
+ * its new size only then), and a file that changed takes the VFS path now.
  */
 static void check_rawino_nodata(struct bfo_ctx *ctx, struct window *w)
 {
@@ -706,7 +707,8 @@ static void check_rawino_nodata(struct bfo_ctx *ctx, struct window *w)
 	for (uint32_t i = 0; i < w->n; i++) {
 		struct entry *e = &w->e[i];
 
-		if (!e->rawino || e->route != R_NONE || dirhint_same(w, e, epoch))
+		if (!e->rawino || e->route != R_NONE ||
+		    (!w->unsynced && ext4ino_same(e->di->ext4, e->ino, &e->rawsum) && dirhint_same(w, e, epoch)))
 			continue;
 		e->rawino = false;
 		stat_add(&ctx->st.files_rawmeta, (uint64_t)-1);
@@ -784,8 +786,11 @@ static void phase1_task(struct pool_task *pt)
 	ext4ino_buf_start(&t->ibuf);
 	for (uint32_t i = t->first; i < t->first + t->count; i++)
 		phase1_file(t, &w->e[i]);
-	if (atomic_fetch_sub(&w->tasks_left, 1) == 1)
+	if (atomic_fetch_sub(&w->tasks_left, 1) == 1) {
+		if (w->nhint_devs && !dirhint_sync(w))
+			w->unsynced = true;
 		phase1_done(t->ctx, w);
+	}
 }
 
 static void push_phase1(struct bfo_ctx *ctx, struct window *w)
@@ -824,7 +829,7 @@ void plan_start_window(struct bfo_ctx *ctx, struct window *w)
 	atomic_store(&w->tasks_left, w->ntasks);
 	w->t_plan_start = bfo_now_ns();
 	w->ctx = ctx;
-	if (ctx->devs.want_raw && !(ctx->o.flags & BFO_READ_PLAN_ONLY)) {
+	if (ctx->devs.want_raw && !(ctx->o.flags & BFO_READ_PLAN_ONLY) && w->n >= DIRHINT_MIN_FILES) {
 		w->hint_task.fn = phase0_task;
 		pool_push(&ctx->pool, &w->hint_task);
 	} else {

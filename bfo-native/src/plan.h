@@ -113,6 +113,14 @@ struct group {                     /* files dispatched with one arena chunk */
 
 struct ptask;
 
+/* File systems whose files one window takes from their inodes (more: the
+ * VFS path for the rest). */
+#define WINDOW_HINT_DEVS 8u
+/* Windows of fewer files take the VFS path: their metadata costs little
+ * (a 32-file batch: well under a millisecond), while each window with hints
+ * costs a syncfs per file system, which waits for any dirty data on it. */
+#define DIRHINT_MIN_FILES 128u
+
 /* A directory listed for a window's files (dirhint.c): as it was before
  * the listing; unchanged later, the names it gave still name the same
  * inodes. */
@@ -137,6 +145,12 @@ struct window {
 	struct bfo_ctx *ctx;
 	struct hdir *hdirs;
 	uint32_t nhdirs;
+	struct {                   /* file systems of the hinted files, to sync */
+		struct devinfo *di;
+		uint32_t hdir;     /* a directory of it, to sync through */
+	} hint_devs[WINDOW_HINT_DEVS];
+	unsigned nhint_devs;
+	bool unsynced;             /* a sync failed: no bytes read raw from an inode */
 	struct ptask *tasks;
 	uint32_t ntasks;
 	atomic_uint tasks_left;
@@ -172,6 +186,9 @@ void dirhint_window(struct bfo_ctx *ctx, struct window *w);
 uint64_t dirhint_epoch(void);
 /* Is the directory that named e (hinted) as it was before its listing? */
 bool dirhint_same(struct window *w, const struct entry *e, uint64_t epoch);
+/* Sync the file systems of w's hinted files, after their inodes were read;
+ * false if one could not be synced. */
+bool dirhint_sync(struct window *w);
 int stat_path(const char *path, bool nofollow, struct entry *e);
 bool meta_same(const struct entry *a, const struct entry *b);
 void entry_meta_from_stat(struct entry *e, const struct stat *st);
