@@ -17,15 +17,15 @@
  * data read sees; one written before has its data on the device.
  */
 #include <dirent.h>
-#include <stdatomic.h>
-#include <time.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #define XXH_INLINE_ALL
