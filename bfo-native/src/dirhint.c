@@ -68,6 +68,23 @@ static size_t dir_len(const char *path)
 	return s ? (size_t)(s - path) : 0;
 }
 
+/* The directory of path, whose first len bytes name it, into buf
+ * (PATH_MAX; len < PATH_MAX): "/" or "." when len is 0. */
+static void dir_path(const char *path, size_t len, char *buf)
+{
+	memcpy(buf, path, len);
+	buf[len] = '\0';
+	if (len == 0)
+		strcpy(buf, *path == '/' ? "/" : ".");
+}
+
+static const char *base_name(const char *path)
+{
+	const char *b = path + dir_len(path);
+
+	return b + (*b == '/');
+}
+
 /* A directory of the window: its path (the first len bytes of entry's),
  * and its files' slots in the grouped index. */
 struct dgroup {
@@ -121,9 +138,7 @@ static bool build_table(struct hint_state *s, const uint32_t *idx, uint32_t k)
 	s->tsize = n;
 	memset(s->slots, 0, n * sizeof(*s->slots));
 	for (uint32_t i = 0; i < k; i++) {
-		const char *name = s->w->e[idx[i]].path + dir_len(s->w->e[idx[i]].path);
-
-		name += *name == '/';
+		const char *name = base_name(s->w->e[idx[i]].path);
 		uint32_t h = (uint32_t)name_hash(name, strlen(name)) & (n - 1);
 
 		while (s->slots[h])
@@ -156,10 +171,7 @@ bool dirhint_same(struct window *w, const struct entry *e, uint64_t epoch)
 
 	if (h->checked == epoch)
 		return h->ok;
-	memcpy(path, w->e[h->entry].path, h->len);
-	path[h->len] = '\0';
-	if (h->len == 0)
-		strcpy(path, *w->e[h->entry].path == '/' ? "/" : ".");
+	dir_path(w->e[h->entry].path, h->len, path);
 	h->ok = statx(AT_FDCWD, path, AT_STATX_SYNC_AS_STAT, STATX_INO | STATX_CTIME | STATX_MTIME,
 		      &sx) == 0 && stx_same(h, &sx);
 	h->checked = epoch;
@@ -207,10 +219,8 @@ static void hint_name(struct hint_state *s, const char *name, uint64_t ino, uint
 
 	for (uint32_t h = (uint32_t)name_hash(name, len) & (n - 1); s->slots[h]; h = (h + 1) & (n - 1)) {
 		struct entry *e = &s->w->e[s->slots[h] - 1];
-		const char *base = e->path + dir_len(e->path);
 
-		base += *base == '/';
-		if (strcmp(base, name) != 0)
+		if (strcmp(base_name(e->path), name) != 0)
 			continue;
 		e->ino = ino;
 		e->dev = dev;
@@ -244,10 +254,7 @@ bool dirhint_sync(struct window *w)
 		const struct hdir *h = &w->hdirs[w->hint_devs[i].hdir];
 		int fd;
 
-		memcpy(path, w->e[h->entry].path, h->len);
-		path[h->len] = '\0';
-		if (h->len == 0)
-			strcpy(path, *w->e[h->entry].path == '/' ? "/" : ".");
+		dir_path(w->e[h->entry].path, h->len, path);
 		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0 || syncfs(fd) < 0)
 			ok = false;
@@ -267,12 +274,9 @@ static void hint_dir(struct hint_state *s, const uint32_t *idx, uint32_t k)
 	uint64_t dev;
 	int fd;
 
-	if (len >= sizeof(dir) || len > UINT32_MAX)
+	if (len >= sizeof(dir))
 		return;
-	memcpy(dir, p, len);
-	dir[len] = '\0';
-	if (len == 0)
-		strcpy(dir, *p == '/' ? "/" : ".");
+	dir_path(p, len, dir);
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return;

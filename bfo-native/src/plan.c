@@ -293,8 +293,8 @@ static bool phase1_rawino(struct ptask *t, struct entry *e)
 	uint64_t covered = 0;
 	int n;
 
-	if ((o->flags & BFO_READ_PLAN_ONLY) || !ctx->u || e->di->raw_fd < 0)
-		return false;
+	if ((o->flags & BFO_READ_PLAN_ONLY) || !ctx->u)
+		return false;     /* (hinted: e->di reads raw, dirhint.c made sure) */
 	n = ext4ino_map(e->di->ext4, &t->ibuf, e, e->dir_uid, ext, EXT4INO_EXTENTS, &e->rawsum);
 	if (n < 0 || e->size > o->large_file)
 		return false;
