@@ -215,6 +215,7 @@ BFO_API int bfo_ctx_create(struct bfo_ctx **out, const struct bfo_opts *opts)
 		goto fail_evfd;
 	devcache_init(&ctx->devs, ctx->o.engine == BFO_ENGINE_AUTO ||
 				   ctx->o.engine == BFO_ENGINE_RAW);
+	dircache_init(&ctx->dirs);
 	ret = pool_start(&ctx->pool, ctx->o.threads);
 	if (ret)
 		goto fail_arena;
@@ -241,6 +242,7 @@ fail_pool:
 	arena_prefault_stop(&ctx->arena);
 	pool_stop(&ctx->pool);
 fail_arena:
+	dircache_fini(&ctx->dirs);
 	devcache_fini(&ctx->devs);
 	arena_fini(&ctx->arena);
 fail_evfd:
@@ -451,6 +453,7 @@ void ctx_feed_planner_locked(struct bfo_ctx *ctx)
 		ctx->nplanning++;
 		ctx->st.windows++;
 		ctx_update_phase_times_locked(ctx);
+		TRACE("w%u formed n=%u", w->serial, w->n);
 		plan_start_window(ctx, w);
 	}
 }
@@ -539,6 +542,9 @@ void ctx_push_result_locked(struct bfo_ctx *ctx, struct window *w, uint32_t ei,
 static void batch_begin_locked(struct bfo_ctx *ctx)
 {
 	memset(&ctx->st, 0, sizeof(ctx->st));
+	/* listings are shared by one batch's windows only: none is in
+	 * planning now (a batch ends after its last window's phase 1) */
+	dircache_clear(&ctx->dirs);
 	memset(ctx->bytes_by_engine, 0, sizeof(ctx->bytes_by_engine));
 	ctx->next_index = 0;
 	ctx->cut_count = 0;
@@ -950,6 +956,7 @@ BFO_API void bfo_ctx_destroy(struct bfo_ctx *ctx)
 		window_free(w);
 	}
 	pthread_mutex_unlock(&ctx->lock);
+	dircache_fini(&ctx->dirs);
 	devcache_fini(&ctx->devs);
 	arena_fini(&ctx->arena);
 	close(ctx->evfd);

@@ -12,6 +12,7 @@
 #include "bfo.h"
 #include "arena.h"
 #include "devinfo.h"
+#include "dirlist.h"
 #include "plan.h"
 #include "pool.h"
 
@@ -38,6 +39,7 @@ struct bfo_ctx {
 	struct pool pool;
 	struct arena arena;
 	struct devcache devs;
+	struct dircache dirs;      /* the batch's directory listings (raw engine) */
 	struct uring_state *u;     /* NULL: no io_uring (portable only) */
 	char uring_why[160];
 
@@ -53,6 +55,11 @@ struct bfo_ctx {
 	uint64_t cut_count;        /* of those, planned now even below a window (bfo_read_flush) */
 	uint32_t serial;
 	unsigned nplanning;
+	/* Windows listing their directories and reading their inodes from
+	 * the device go one at a time, in order (plan.c): a later window's
+	 * inode-table reads would otherwise delay the earlier one's. */
+	bool hinting;
+	struct window *hint_wait_head, *hint_wait_tail;
 	struct window *planned_head, *planned_tail;  /* phase 1 done, plan not built */
 	unsigned nplanned;
 	struct window *active;     /* dispatcher-owned, in plan order */

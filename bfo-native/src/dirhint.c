@@ -8,8 +8,11 @@
  *
  * A directory is listed (getdents64) when it holds enough of the window's
  * files to pay for reading all its entries: at least one per DENSITY bytes
- * of directory.  Only entries listed as regular files are taken (a
- * symbolic link, or a name the listing does not show, keeps the VFS path).
+ * of directory.  The listing is kept for the batch's later windows
+ * (dirlist.c), which take it whatever their number of files: a directory
+ * is listed once per batch, not once per window.  Only entries listed as
+ * regular files are taken (a symbolic link, or a name the listing does not
+ * show, keeps the VFS path).
  * Once the window's inodes are read, its file systems are synced
  * (dirhint_sync): the device must hold the data those inodes point to, as
  * FIEMAP_FLAG_SYNC made sure per file.  After the inode reads, not before:
@@ -34,6 +37,7 @@
 #include "common.h"
 #include "ctx.h"
 #include "devinfo.h"
+#include "dirlist.h"
 #include "ext4ino.h"
 #include "plan.h"
 
@@ -43,14 +47,6 @@
  * the listing must give it a newer ctime than the one recorded, and
  * timestamps move by clock ticks (ext4 stamps the coarse clock). */
 #define QUIET_NS   (20 * 1000000LL)
-
-struct linux_dirent64 {
-	uint64_t d_ino;
-	int64_t d_off;
-	unsigned short d_reclen;
-	unsigned char d_type;
-	char d_name[];
-};
 
 struct hint_state {
 	struct bfo_ctx *ctx;
@@ -178,22 +174,26 @@ bool dirhint_same(struct window *w, const struct entry *e, uint64_t epoch)
 	return h->ok;
 }
 
-/* Record the directory of idx[0] as it is now (st); false if it changed
- * too recently to tell a later change from this state. */
-static bool add_hdir(struct hint_state *s, uint32_t entry, size_t len, uint64_t dev,
-		     const struct stat *st)
+/* May dir, as fstat saw it before its listing (st), be listed: changed
+ * long enough ago that any later change gives it a newer ctime. */
+static bool quiet(const struct stat *st)
 {
-	struct window *w = s->w;
 	struct timespec now;
-	struct hdir *h;
 
 	if (clock_gettime(CLOCK_REALTIME_COARSE, &now) < 0)
 		return false;
 	int64_t age = (int64_t)(now.tv_sec - st->st_ctim.tv_sec) * 1000000000LL +
 		      (now.tv_nsec - st->st_ctim.tv_nsec);
 
-	if (age < QUIET_NS)
-		return false;
+	return age >= QUIET_NS;
+}
+
+/* Record the listed directory of entry (the first len bytes of its path)
+ * as it was before the listing (rec) in the window. */
+static bool add_hdir(struct hint_state *s, uint32_t entry, size_t len, const struct dirlist_rec *rec)
+{
+	struct window *w = s->w;
+
 	if (w->nhdirs == s->hcap) {
 		uint32_t n = s->hcap ? s->hcap * 2 : 64;
 		struct hdir *p = realloc(w->hdirs, n * sizeof(*p));
@@ -203,16 +203,25 @@ static bool add_hdir(struct hint_state *s, uint32_t entry, size_t len, uint64_t 
 		w->hdirs = p;
 		s->hcap = n;
 	}
-	h = &w->hdirs[w->nhdirs];
-	*h = (struct hdir){ .entry = entry, .len = (uint32_t)len, .dev = dev, .ino = st->st_ino,
-			    .ctime_sec = st->st_ctim.tv_sec, .ctime_nsec = (uint32_t)st->st_ctim.tv_nsec,
-			    .mtime_sec = st->st_mtim.tv_sec, .mtime_nsec = (uint32_t)st->st_mtim.tv_nsec };
+	w->hdirs[w->nhdirs] = (struct hdir){ .entry = entry, .len = (uint32_t)len, .dev = rec->dev,
+					     .ino = rec->ino, .ctime_sec = rec->ctime_sec,
+					     .ctime_nsec = rec->ctime_nsec, .mtime_sec = rec->mtime_sec,
+					     .mtime_nsec = rec->mtime_nsec };
 	return true;
 }
 
+static void hint_entry(struct hint_state *s, struct entry *e, uint64_t ino, const struct dirlist_rec *rec)
+{
+	e->ino = ino;
+	e->dev = rec->dev;
+	e->di = rec->di;
+	e->dir_uid = rec->uid;
+	e->hdir = s->w->nhdirs;
+	e->hinted = true;
+}
+
 /* Every entry of the table named name gets the listing's inode. */
-static void hint_name(struct hint_state *s, const char *name, uint64_t ino, uint64_t dev,
-		      struct devinfo *di, uint32_t uid)
+static void hint_name(struct hint_state *s, const char *name, uint64_t ino, const struct dirlist_rec *rec)
 {
 	size_t len = strlen(name);
 	uint32_t n = s->tsize;
@@ -220,14 +229,8 @@ static void hint_name(struct hint_state *s, const char *name, uint64_t ino, uint
 	for (uint32_t h = (uint32_t)name_hash(name, len) & (n - 1); s->slots[h]; h = (h + 1) & (n - 1)) {
 		struct entry *e = &s->w->e[s->slots[h] - 1];
 
-		if (strcmp(base_name(e->path), name) != 0)
-			continue;
-		e->ino = ino;
-		e->dev = dev;
-		e->di = di;
-		e->dir_uid = uid;
-		e->hdir = s->w->nhdirs;
-		e->hinted = true;
+		if (strcmp(base_name(e->path), name) == 0)
+			hint_entry(s, e, ino, rec);
 	}
 }
 
@@ -264,29 +267,31 @@ bool dirhint_sync(struct window *w)
 	return ok;
 }
 
-static void hint_dir(struct hint_state *s, const uint32_t *idx, uint32_t k)
+/* The window's files idx[0..k) of directory dir (the first len bytes of
+ * their paths) from listing l. */
+static void hint_from(struct hint_state *s, const uint32_t *idx, uint32_t k, size_t len,
+		      const struct dirlist *l)
 {
-	const char *p = s->w->e[idx[0]].path;
-	size_t len = dir_len(p);
-	char dir[PATH_MAX];
-	struct stat st;
-	struct devinfo *di;
-	uint64_t dev;
-	int fd;
+	if (!add_hdir(s, idx[0], len, &l->rec) || !note_dev(s->w, l->rec.di))
+		return;
+	for (uint32_t i = 0; i < k; i++) {
+		struct entry *e = &s->w->e[idx[i]];
+		uint64_t ino = dirlist_find(l, base_name(e->path));
 
-	if (len >= sizeof(dir))
+		if (ino)
+			hint_entry(s, e, ino, &l->rec);
+	}
+	s->w->nhdirs++;
+}
+
+/* A directory too large for the batch's listings: listed for the window's
+ * files only, streaming, from the start of fd. */
+static void hint_streaming(struct hint_state *s, int fd, const uint32_t *idx, uint32_t k, size_t len,
+			   const struct dirlist_rec *rec)
+{
+	if (lseek(fd, 0, SEEK_SET) != 0 || !build_table(s, idx, k) || !add_hdir(s, idx[0], len, rec) ||
+	    !note_dev(s->w, rec->di))
 		return;
-	dir_path(p, len, dir);
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	if (fstat(fd, &st) < 0 || (uint64_t)k * DENSITY < (uint64_t)st.st_size)
-		goto out;
-	dev = (uint64_t)major(st.st_dev) << 32 | minor(st.st_dev);
-	di = devcache_get(&s->ctx->devs, dev, dir);
-	if (!di || !di->ext4 || di->raw_fd < 0 || ext4ino_dir_excluded(di->ext4, dev, st.st_ino) ||
-	    !build_table(s, idx, k) || !add_hdir(s, idx[0], len, dev, &st) || !note_dev(s->w, di))
-		goto out;
 	for (;;) {
 		long n = syscall(SYS_getdents64, fd, s->dents, DENTS_BUF);
 
@@ -297,10 +302,62 @@ static void hint_dir(struct hint_state *s, const uint32_t *idx, uint32_t k)
 
 			off += d->d_reclen;
 			if (d->d_type == DT_REG)
-				hint_name(s, d->d_name, d->d_ino, dev, di, st.st_uid);
+				hint_name(s, d->d_name, d->d_ino, rec);
 		}
 	}
 	s->w->nhdirs++;
+}
+
+/*
+ * Hint the window's files idx[0..k) of one directory: from the batch's
+ * listing of it, or from a new one when the directory is worth listing
+ * for them (dense enough, quiet, on an ext4 read raw, not holding a file
+ * mounted over).  The record of the directory is taken before its
+ * listing, so a listing made for an earlier window is as safe as a new
+ * one: any change since shows in the check after the data.
+ */
+static void hint_dir(struct hint_state *s, const uint32_t *idx, uint32_t k)
+{
+	const char *p = s->w->e[idx[0]].path;
+	size_t len = dir_len(p);
+	char dir[PATH_MAX];
+	struct dircache *dc = &s->ctx->dirs;
+	const struct dirlist *l;
+	struct dirlist *own;
+	struct dirlist_rec rec;
+	struct stat st;
+	uint64_t hash;
+	int fd;
+
+	if (len >= sizeof(dir))
+		return;
+	dir_path(p, len, dir);
+	hash = dirlist_hash(dir);
+	l = dircache_get(dc, dir, hash);
+	if (l) {
+		hint_from(s, idx, k, len, l);
+		return;
+	}
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) < 0 || (uint64_t)k * DENSITY < (uint64_t)st.st_size || !quiet(&st))
+		goto out;
+	rec = (struct dirlist_rec){ .dev = (uint64_t)major(st.st_dev) << 32 | minor(st.st_dev), .ino = st.st_ino,
+				    .ctime_sec = st.st_ctim.tv_sec, .ctime_nsec = (uint32_t)st.st_ctim.tv_nsec,
+				    .mtime_sec = st.st_mtim.tv_sec, .mtime_nsec = (uint32_t)st.st_mtim.tv_nsec,
+				    .uid = st.st_uid };
+	rec.di = devcache_get(&s->ctx->devs, rec.dev, dir);
+	if (!rec.di || !rec.di->ext4 || rec.di->raw_fd < 0 || ext4ino_dir_excluded(rec.di->ext4, rec.dev, rec.ino))
+		goto out;
+	own = dirlist_make(fd, dir, hash, &rec, dircache_room(dc));
+	if (!own) {
+		hint_streaming(s, fd, idx, k, len, &rec);
+		goto out;
+	}
+	hint_from(s, idx, k, len, own);
+	if (!dircache_put(dc, own))
+		dirlist_free(own);
 out:
 	close(fd);
 }

@@ -754,11 +754,15 @@ void plan_window(struct bfo_ctx *ctx, struct window *w)
 }
 
 /* Phase 1 of w is done: hand it to the dispatcher. */
+static void next_hinting_locked(struct bfo_ctx *ctx);
+
 static void phase1_done(struct bfo_ctx *ctx, struct window *w)
 {
 	TRACE("w%u phase1 done n=%u", w->serial, w->n);
 	pthread_mutex_lock(&ctx->lock);
 	ctx->nplanning--;
+	if (w->hint_task.fn)
+		next_hinting_locked(ctx);
 	if (ctx->bstate == B_STOPPING) {
 		ctx_window_put_locked(ctx, w);  /* never published: frees it */
 	} else {
@@ -813,6 +817,13 @@ static void phase0_task(struct pool_task *pt)
 	struct bfo_ctx *ctx = w->ctx;
 
 	dirhint_window(ctx, w);
+	if (bfo_trace_start) {
+		uint32_t hinted = 0;
+
+		for (uint32_t i = 0; i < w->n; i++)
+			hinted += w->e[i].hinted;
+		TRACE("w%u phase0 done hinted=%u dirs=%u", w->serial, hinted, w->nhdirs);
+	}
 	if (bfo_test_hooks.after_hint)
 		bfo_test_hooks.after_hint(bfo_test_hooks.arg, w->n);
 	/* As in plan_start_window: the lock keeps phase1_done, and so the
@@ -823,7 +834,8 @@ static void phase0_task(struct pool_task *pt)
 }
 
 /* Called with ctx->lock held: phase 0 (directory listings, when raw reads
- * are wanted) runs on the pool and then starts phase 1. */
+ * are wanted) runs on the pool and then starts phase 1.  Windows with a
+ * phase 0 go one at a time (ctx->hinting). */
 void plan_start_window(struct bfo_ctx *ctx, struct window *w)
 {
 	atomic_store(&w->tasks_left, w->ntasks);
@@ -831,10 +843,35 @@ void plan_start_window(struct bfo_ctx *ctx, struct window *w)
 	w->ctx = ctx;
 	if (ctx->devs.want_raw && !(ctx->o.flags & BFO_READ_PLAN_ONLY) && w->n >= DIRHINT_MIN_FILES) {
 		w->hint_task.fn = phase0_task;
+		if (ctx->hinting) {
+			w->next = NULL;
+			if (ctx->hint_wait_tail)
+				ctx->hint_wait_tail->next = w;
+			else
+				ctx->hint_wait_head = w;
+			ctx->hint_wait_tail = w;
+			return;
+		}
+		ctx->hinting = true;
 		pool_push(&ctx->pool, &w->hint_task);
 	} else {
 		push_phase1(ctx, w);
 	}
+}
+
+/* Called with ctx->lock held when a window with a phase 0 is planned. */
+static void next_hinting_locked(struct bfo_ctx *ctx)
+{
+	struct window *w = ctx->hint_wait_head;
+
+	ctx->hinting = w != NULL;
+	if (!w)
+		return;
+	ctx->hint_wait_head = w->next;
+	if (!ctx->hint_wait_head)
+		ctx->hint_wait_tail = NULL;
+	w->next = NULL;
+	pool_push(&ctx->pool, &w->hint_task);
 }
 
 struct window *window_alloc(uint32_t n, size_t paths_len)

@@ -3,6 +3,7 @@
 #define BFO_TEST_HOOKS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /*
@@ -22,6 +23,10 @@ struct bfo_test_hooks {
 	void (*after_plan)(void *arg, uint32_t nfiles);
 	void (*after_data)(void *arg, const char *path);
 	bool (*hold_retire)(void *arg);
+	/* dircache_bytes: when nonzero, a batch keeps this many bytes of
+	 * directory listings (dirlist.c) instead of its own bound, so that a
+	 * test's small directories take the path of those too large to keep */
+	size_t dircache_bytes;
 	void *arg;
 };
 extern struct bfo_test_hooks bfo_test_hooks;

@@ -31,6 +31,7 @@ struct walk {
 	size_t nfill;
 	struct walk_file *out;      /* the batch handed out last */
 	size_t nout;
+	struct walk_file *spare;    /* the sort's other buffer (made on first use) */
 	size_t cap;
 	bool sort, nofollow, all, stop;
 	uint64_t skipped, errors;   /* errors: those not kept in fails[] */
@@ -43,11 +44,40 @@ struct walk {
 	unsigned nthreads;
 };
 
-static int ino_cmp(const void *a, const void *b)
-{
-	const struct walk_file *x = a, *y = b;
+#define RADIX_BITS 11
 
-	return x->ino < y->ino ? -1 : x->ino > y->ino;
+/*
+ * Sort the n files of *a by inode number, stably, using tmp (n entries):
+ * a radix sort over the bits the largest number has (three passes for
+ * 32-bit numbers), where qsort's comparisons were most of the time before
+ * a tree's first window could start.  *a ends up as the sorted buffer, the
+ * other one in *tmp.
+ */
+static void sort_by_ino(struct walk_file **a, struct walk_file **tmp, size_t n)
+{
+	static const unsigned R = 1u << RADIX_BITS;
+	ino_t max = 0;
+	size_t count[1u << RADIX_BITS];
+
+	for (size_t i = 0; i < n; i++)
+		max = max > (*a)[i].ino ? max : (*a)[i].ino;
+	for (unsigned shift = 0; shift < sizeof(ino_t) * 8 && (max >> shift); shift += RADIX_BITS) {
+		struct walk_file *src = *a, *dst = *tmp;
+
+		memset(count, 0, sizeof(count));
+		for (size_t i = 0; i < n; i++)
+			count[(src[i].ino >> shift) & (R - 1)]++;
+		for (size_t d = 0, at = 0; d < R; d++) {
+			size_t c = count[d];
+
+			count[d] = at;
+			at += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			dst[count[(src[i].ino >> shift) & (R - 1)]++] = src[i];
+		*a = dst;
+		*tmp = src;
+	}
 }
 
 static char *join(const char *dir, const char *name)
@@ -271,8 +301,13 @@ size_t walk_next(struct walk *w, struct walk_file **files)
 	w->nfill = 0;
 	pthread_cond_broadcast(&w->cond);
 	pthread_mutex_unlock(&w->lock);
-	if (w->sort)
-		qsort(w->out, w->nout, sizeof(*w->out), ino_cmp);
+	if (w->sort && w->nout > 1) {
+		if (!w->spare)
+			w->spare = malloc(w->cap * sizeof(*w->spare));
+		if (w->spare)
+			sort_by_ino(&w->out, &w->spare, w->nout);
+		/* else handed out in the order listed: slower, still correct */
+	}
 	*files = w->out;
 	return w->nout;
 }
@@ -332,6 +367,7 @@ void walk_end(struct walk *w, uint64_t *skipped, uint64_t *errors)
 	free(w->dirs);
 	free(w->fill);
 	free(w->out);
+	free(w->spare);
 	free(w->threads);
 	pthread_mutex_destroy(&w->lock);
 	pthread_cond_destroy(&w->cond);

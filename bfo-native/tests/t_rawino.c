@@ -18,7 +18,13 @@
  *    recreates them (freed inode numbers are reused by other names) and
  *    touches them, in bursts, while batches read them: every file
  *    delivered holds exactly one version's bytes under its own name, and
- *    some batches read from raw inodes while the writer ran.
+ *    some batches read from raw inodes while the writer ran;
+ *  - reuse: a name whose inode number went to another file between the
+ *    listing and the inode reads is delivered with its own bytes;
+ *  - cached: a batch lists a directory once for all its windows: a later
+ *    window too sparse to list it on its own still takes raw inodes, and
+ *    the reuse above done after the first window's listing, to names of
+ *    the second window, still gives every name its own bytes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +46,8 @@
 #define NLINKS  130
 #define NRACE   128
 #define NPAD    130
+#define NC1     512     /* the first window of a batch (slow start) */
+#define NC2     130     /* the second: too few to list the directory alone */
 
 static void free_all(char **p, size_t n)
 {
@@ -157,6 +165,12 @@ static void served(const char *mnt)
 	/* metadata only */
 	st = read_all(p, n, BFO_READ_METADATA_ONLY, "served, metadata only");
 	T_EQ(st.files_rawmeta, n);
+	/* a directory too large to keep its listing: listed for the window */
+	bfo_test_hooks.dircache_bytes = 1;
+	T_ASSERT(t_drop_caches(), "drop_caches refused");
+	st = read_all(p, n, 0, "served, listing not kept");
+	T_EQ(st.files_rawmeta, n);
+	bfo_test_hooks.dircache_bytes = 0;
 	t_log("served: %zu files, %llu from raw inodes, bytes and metadata equal read() and stat()", n,
 	      (unsigned long long)st.files_rawmeta);
 	free_all(p, n);
@@ -447,6 +461,80 @@ static void reuse(const char *mnt)
 	free(r.dir);
 }
 
+/* ------------------------------------------------------------ cached */
+
+/* Long names: NC2 files pay for listing 66,560 bytes of directory
+ * (dirhint.c's DENSITY), the directory holds more. */
+static char *cached_name(const char *dir, int i)
+{
+	char name[160];
+
+	snprintf(name, sizeof(name), "%04d-%0140d", i, 0);
+	return t_path(dir, name);
+}
+
+static void cached(const char *mnt)
+{
+	struct reuse r = { .dir = t_path(mnt, "cached") };
+	uint8_t buf[32 << 10];
+	char *p[NC1 + NC2];
+	struct stat st;
+	struct bfo_stats bs;
+
+	mkdir_or_fail(r.dir, 0);
+	for (int i = 0; i < NC1 + NC2; i++) {
+		p[i] = cached_name(r.dir, i);
+		t_write_bytes(p[i], buf, version_bytes((unsigned)i, 0, buf, sizeof(buf)));
+	}
+	T_ASSERT(stat(r.dir, &st) == 0 && (uint64_t)st.st_size > NC2 * 512ull,
+		 "directory of %lld bytes: the second window would list it itself", (long long)st.st_size);
+	sync();
+	T_ASSERT(t_drop_caches(), "drop_caches refused");
+	quiet();
+	bs = read_all(p, NC1 + NC2, 0, "cached listing");
+	T_ASSERT(bs.windows >= 2, "one window: nothing to share");
+	T_ASSERT(bs.files_rawmeta == NC1 + NC2, "%llu of %d files from raw inodes: the second window did not use "
+		 "the first one's listing", (unsigned long long)bs.files_rawmeta, NC1 + NC2);
+
+	/* The second window's "a" and "b", changed after the first window's
+	 * listing (its after_hint hook), before the second window uses it. */
+	r.a = p[NC1];
+	r.b = p[NC1 + 1];
+	r.tmp = t_path(r.dir, ".tmp");
+	T_ASSERT(stat(r.a, &st) == 0, "stat");
+	r.old_ino = st.st_ino;
+	T_ASSERT(t_drop_caches(), "drop_caches refused");
+	quiet();
+	bfo_test_hooks.arg = &r;
+	bfo_test_hooks.after_hint = reuse_hook;
+
+	struct bfo_opts o;
+	struct t_result *res = t_results_new(NC1 + NC2);
+
+	bfo_opts_init(&o);
+	o.engine = BFO_ENGINE_RAW;
+	t_batch(&o, p, NC1 + NC2, res, &bs);
+	bfo_test_hooks.after_hint = NULL;
+	T_ASSERT(r.hooks > 1, "one window: nothing shared");
+	if (!r.reused)
+		t_skip("no new file got the freed inode number");
+	/* file NC1's new version is version 1 of file 0 (reuse_hook's) */
+	check_version(&res[NC1], 0, r.a);
+	T_ASSERT(res[NC1].status != 0 || strncmp((const char *)res[NC1].data, "file 0 version 1", 16) == 0,
+		 "%s: not its new version", r.a);
+	check_version(&res[NC1 + 1], 1, r.b);
+	for (size_t i = 0; i < NC1 + NC2; i++)
+		if (i != NC1 && i != NC1 + 1)
+			t_expect_plain(res, p, i, "cached, untouched");
+	t_results_free(res, NC1 + NC2);
+	t_log("cached: %d files in %llu windows, one listing; a name of the second window whose inode number "
+	      "went to another file after that listing: its own new bytes (%llu files from raw inodes)",
+	      NC1 + NC2, (unsigned long long)bs.windows, (unsigned long long)bs.files_rawmeta);
+	free_all(p, NC1 + NC2);
+	free(r.tmp);
+	free(r.dir);
+}
+
 int main(void)
 {
 	t_init("t_rawino", 600);
@@ -459,6 +547,7 @@ int main(void)
 	mounts(mnt);
 	race(mnt);
 	reuse(mnt);
+	cached(mnt);
 	t_done();
 	return 0;
 }
