@@ -51,6 +51,7 @@ struct disp {
 	size_t sq_head, sq_count, sq_cap;
 	bool nofollow;
 	uint64_t epoch;          /* of the completions being reaped (dirhint_same) */
+	struct ext4ino_buf ibuf; /* inode-table bytes read since they were reaped */
 };
 
 /* ---------------------------------------------------------- delivery */
@@ -195,7 +196,7 @@ static void verify_and_deliver(struct disp *d, struct window *w, uint32_t ei, co
 		 * (the name still names it), the bytes read are the file's
 		 * (ext4ino.c).  The inode unchanged in a changed directory:
 		 * the name is checked as on the VFS path, below. */
-		bool same = !w->unsynced && ext4ino_same(e->di->ext4, e->ino, &e->rawsum);
+		bool same = !w->unsynced && ext4ino_same(e->di->ext4, &d->ibuf, e->ino, &e->rawsum);
 
 		if (same && dirhint_same(w, e, d->epoch)) {
 			deliver(d, w, ei, group_chunk(w, e), data, 0, e->size, true);
@@ -388,57 +389,66 @@ static void uring_file_done(struct disp *d, struct op *op, int res)
 	}
 }
 
-static void reap(struct disp *d)
+static void reap_one(struct disp *d, struct io_uring_cqe *cqe)
 {
 	struct uring_state *u = d->u;
-	struct io_uring_cqe *cqe;
-	unsigned head, n = 0;
+	uint64_t ud = cqe->user_data;
 
-	/* Every completion below happened before a directory check made
-	 * from here on. */
-	d->epoch = dirhint_epoch();
-	io_uring_for_each_cqe(&u->ring, head, cqe) {
-		uint64_t ud = cqe->user_data;
-
-		n++;
-		if (ud == UD_EVFD) {
-			drain_evfd(d->ctx->evfd);
-			if (!(cqe->flags & IORING_CQE_F_MORE))
-				u->evfd_armed = false;
-			continue;
-		}
-		if (ud & UD_OPEN) {
-			uint32_t i = (uint32_t)((ud & ~UD_OPEN) - 1);
-
-			if (cqe->res < 0) {
-				u->ops[i].open_err = cqe->res;
-				/* A failed head with CQE_SKIP_SUCCESS takes the CQEs
-				 * of the links it cancels with it: no read CQE will
-				 * come, so the file is done now.  Without the skip the
-				 * read's -ECANCELED follows and finishes it. */
-				if (u->skip_success) {
-					uring_file_done(d, &u->ops[i], -ECANCELED);
-					op_put(u, i);
-				}
-			}
-			continue;
-		}
-		uint32_t i = (uint32_t)(ud - 1);
-		struct op *op = &u->ops[i];
-
-		if (op->kind == OP_REGION) {
-			uint32_t b = op->res;
-
-			region_done(d, op->w, op->idx, b == RBUF_NONE ? NULL : u->rbuf + (size_t)b * u->rbuf_size,
-				    cqe->res == (int)op->w->regions[op->idx].len);
-			if (b != RBUF_NONE)
-				u->rbuf_free[u->nrbuf_free++] = b;
-		} else if (op->kind == OP_FILE) {
-			uring_file_done(d, op, cqe->res);
-		}
-		op_put(u, i);
+	if (ud == UD_EVFD) {
+		drain_evfd(d->ctx->evfd);
+		if (!(cqe->flags & IORING_CQE_F_MORE))
+			u->evfd_armed = false;
+		return;
 	}
-	io_uring_cq_advance(&u->ring, n);
+	if (ud & UD_OPEN) {
+		uint32_t i = (uint32_t)((ud & ~UD_OPEN) - 1);
+
+		if (cqe->res < 0) {
+			u->ops[i].open_err = cqe->res;
+			/* A failed head with CQE_SKIP_SUCCESS takes the CQEs
+			 * of the links it cancels with it: no read CQE will
+			 * come, so the file is done now.  Without the skip the
+			 * read's -ECANCELED follows and finishes it. */
+			if (u->skip_success) {
+				uring_file_done(d, &u->ops[i], -ECANCELED);
+				op_put(u, i);
+			}
+		}
+		return;
+	}
+	uint32_t i = (uint32_t)(ud - 1);
+	struct op *op = &u->ops[i];
+
+	if (op->kind == OP_REGION) {
+		uint32_t b = op->res;
+
+		region_done(d, op->w, op->idx, b == RBUF_NONE ? NULL : u->rbuf + (size_t)b * u->rbuf_size,
+			    cqe->res == (int)op->w->regions[op->idx].len);
+		if (b != RBUF_NONE)
+			u->rbuf_free[u->nrbuf_free++] = b;
+	} else if (op->kind == OP_FILE) {
+		uring_file_done(d, op, cqe->res);
+	}
+	op_put(u, i);
+}
+
+/* Completions in sets taken at once (io_uring_for_each_cqe would also take
+ * those posted while the loop runs): every completion of a set happened
+ * before a directory check or inode read of its epoch. */
+#define REAP_BATCH 256u
+
+static void reap(struct disp *d)
+{
+	struct io_uring_cqe *cqes[REAP_BATCH];
+	unsigned n;
+
+	while ((n = io_uring_peek_batch_cqe(&d->u->ring, cqes, REAP_BATCH)) > 0) {
+		d->epoch = dirhint_epoch();
+		ext4ino_buf_start(&d->ibuf);
+		for (unsigned k = 0; k < n; k++)
+			reap_one(d, cqes[k]);
+		io_uring_cq_advance(&d->u->ring, n);
+	}
 }
 
 /* ---------------------------------------------------------- pool reads */
@@ -593,6 +603,7 @@ static void group_prepare(struct disp *d, struct window *w, struct group *g)
 	TRACE("w%u group %u reserved", w->serial, (unsigned)(g - w->groups));
 	uint8_t *base = chunk_ptr(d->ctx, g->chunk);
 
+	ext4ino_buf_start(&d->ibuf);   /* files with nothing to read: checked now */
 	for (uint32_t i = g->first; i < g->first + g->count; i++) {
 		uint32_t ei = w->order[i];
 		struct entry *e = &w->e[ei];

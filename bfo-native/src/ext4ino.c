@@ -51,6 +51,8 @@
 
 #define ISZ_MAX   1024u          /* larger inodes: not used */
 #define READ_MAX  (64u << 10)    /* inode-table bytes one phase-1 read takes */
+#define SAME_READ 4096u          /* and one ext4ino_same read: in a shuffled
+				    tree its files' inodes are far apart */
 #define EXCL_MAX  256u           /* directories excluded by file mounts */
 
 static struct {
@@ -362,13 +364,13 @@ void ext4ino_buf_start(struct ext4ino_buf *b)
 	b->len = 0;
 }
 
-/* The raw inode at off into raw, through b (a read of up to READ_MAX of
+/* The raw inode at off into raw, through b (a read of up to max bytes of
  * the group's table from there: the next inodes of a window sorted by
  * number are in it). */
 static bool read_inode(const struct ext4ino *x, struct ext4ino_buf *b, uint64_t ino, uint64_t off,
-		       uint8_t *raw)
+		       uint8_t *raw, size_t max)
 {
-	if (!b->data || off < b->off || off + x->isz > b->off + b->len) {
+	if (!b->data || b->x != x || off < b->off || off + x->isz > b->off + b->len) {
 		uint64_t g = (ino - 1) / x->ipg, end = x->itable[g] + (uint64_t)x->ipg * x->isz;
 		uint64_t start = off & ~(uint64_t)4095;
 		size_t len;
@@ -376,13 +378,14 @@ static bool read_inode(const struct ext4ino *x, struct ext4ino_buf *b, uint64_t 
 
 		if (start < x->itable[g])
 			start = off;
-		len = (size_t)MIN((uint64_t)READ_MAX, end - start);
+		len = (size_t)MIN((uint64_t)max, end - start);
 		if (!b->data)
 			return false;
 		b->len = 0;
 		n = pread(x->fd, b->data, len, (off_t)start);
 		if (n < (ssize_t)(off - start + x->isz))
 			return false;
+		b->x = x;
 		b->off = start;
 		b->len = (uint32_t)n;
 	}
@@ -480,7 +483,7 @@ int ext4ino_map(struct ext4ino *x, struct ext4ino_buf *b, struct entry *e, uint3
 	struct ext2_inode_large *in = (void *)raw;
 	uint64_t off = inode_off(x, e->ino);
 
-	if (!off || !read_inode(x, b, e->ino, off, raw))
+	if (!off || !read_inode(x, b, e->ino, off, raw, READ_MAX))
 		return -1;
 	if (x->csum && !e2.csum_verify(x->fs, (ext2_ino_t)e->ino, in))
 		return -1;
@@ -494,12 +497,14 @@ int ext4ino_map(struct ext4ino *x, struct ext4ino_buf *b, struct entry *e, uint3
 	return map_extents(x, in, e, ext, max);
 }
 
-bool ext4ino_same(struct ext4ino *x, uint64_t ino, const struct ext4ino_sum *sum)
+bool ext4ino_same(struct ext4ino *x, struct ext4ino_buf *b, uint64_t ino, const struct ext4ino_sum *sum)
 {
 	_Alignas(8) uint8_t raw[ISZ_MAX];
 	uint64_t off = inode_off(x, ino);
 
-	if (!off || pread(x->fd, raw, x->isz, (off_t)off) != (ssize_t)x->isz)
+	if (!off)
+		return false;
+	if (b ? !read_inode(x, b, ino, off, raw, SAME_READ) : pread(x->fd, raw, x->isz, (off_t)off) != (ssize_t)x->isz)
 		return false;
 	XXH128_hash_t s = XXH3_128bits(raw, x->isz);
 

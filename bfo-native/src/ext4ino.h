@@ -51,10 +51,11 @@ bool ext4ino_dir_excluded(const struct ext4ino *x, uint64_t dev, uint64_t ino);
 /* Ask the kernel to read the inode-table blocks of inodes [lo, hi] ahead. */
 void ext4ino_prefetch(struct ext4ino *x, uint64_t lo, uint64_t hi);
 
-/* A phase-1 task's view of inode-table bytes it read (in its thread's
- * buffer): ext4ino_buf_start() at the task's start, as what an earlier
- * task read is stale. */
+/* A thread's view of inode-table bytes it read (in the thread's buffer):
+ * ext4ino_buf_start() when what was read before may be stale (a phase-1
+ * task's start; a new set of completions for ext4ino_same). */
 struct ext4ino_buf {
+	const struct ext4ino *x;   /* of the bytes held */
 	uint8_t *data;
 	uint64_t off;
 	uint32_t len;
@@ -73,7 +74,11 @@ void ext4ino_buf_start(struct ext4ino_buf *b);
 int ext4ino_map(struct ext4ino *x, struct ext4ino_buf *b, struct entry *e, uint32_t dir_uid,
 		struct fext *ext, uint32_t max, struct ext4ino_sum *sum);
 
-/* Is inode ino still exactly as when it was mapped? */
-bool ext4ino_same(struct ext4ino *x, uint64_t ino, const struct ext4ino_sum *sum);
+/*
+ * Is inode ino still exactly as when it was mapped?  With b, read through
+ * it (a block of the table at a time, for the next files' inodes): b must
+ * have been started after the file's data was read.
+ */
+bool ext4ino_same(struct ext4ino *x, struct ext4ino_buf *b, uint64_t ino, const struct ext4ino_sum *sum);
 
 #endif

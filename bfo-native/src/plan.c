@@ -708,7 +708,7 @@ static void check_rawino_nodata(struct bfo_ctx *ctx, struct window *w)
 		struct entry *e = &w->e[i];
 
 		if (!e->rawino || e->route != R_NONE ||
-		    (!w->unsynced && ext4ino_same(e->di->ext4, e->ino, &e->rawsum) && dirhint_same(w, e, epoch)))
+		    (!w->unsynced && ext4ino_same(e->di->ext4, NULL, e->ino, &e->rawsum) && dirhint_same(w, e, epoch)))
 			continue;
 		e->rawino = false;
 		stat_add(&ctx->st.files_rawmeta, (uint64_t)-1);

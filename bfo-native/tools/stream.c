@@ -3,8 +3,6 @@
  * The streams of bfo write (the simple format and tar) parsed into writer
  * entries.  See stream.h; the formats and their limits are in README.md.
  */
-#include <archive.h>
-#include <archive_entry.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -12,6 +10,7 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "archive_lib.h"
 #include "stream.h"
 
 /* The record line: a type, three fields and a PATH. */
@@ -268,9 +267,9 @@ int stream_simple(struct stream *st, FILE *in)
 
 struct archive *stream_tar_reader(bool compressed)
 {
-	struct archive *a = archive_read_new();
+	struct archive *a;
 
-	if (!a)
+	if (archive_lib_load() || !(a = archive_read_new()))
 		return NULL;
 	/*
 	 * Tar formats only, and the compressions libarchive decodes itself:

@@ -51,7 +51,7 @@ int stream_simple(struct stream *st, FILE *in);
 int stream_tar(struct stream *st, struct archive *a);
 
 /* A reader of the archive formats bfo write --tar takes, not yet opened;
- * NULL when out of memory.  compressed: and the compressions it takes
+ * NULL when out of memory or libarchive cannot be loaded (archive_lib.h).  compressed: and the compressions it takes
  * (the fuzzers leave them out: a bomb of a few bytes would only time
  * them out in zlib's code, not ours). */
 struct archive *stream_tar_reader(bool compressed);

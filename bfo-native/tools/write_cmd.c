@@ -19,8 +19,6 @@
  *
  *   printf 'f 644 0 5 a/hello\nworld' | bfo write /tmp/out
  */
-#include <archive.h>
-#include <archive_entry.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -32,6 +30,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "archive_lib.h"
 #include "bfo.h"
 #include "cli.h"
 #include "stream.h"
@@ -116,10 +115,14 @@ static int write_stream(struct wr *r, bool tar)
 {
 	struct stream st = { .entry = wr_entry, .ctx = r, .owner = r->owner, .warn = stderr };
 	struct archive *a = NULL;
+	const char *why;
 	int ret;
 
 	if (!tar) {
 		ret = stream_simple(&st, stdin);
+	} else if ((why = archive_lib_load()) != NULL) {
+		fprintf(stderr, "bfo: write: %s\n", why);
+		return -1;
 	} else if (!(a = stream_tar_reader(true))) {
 		die_oom();
 	} else if (archive_read_open_fd(a, STDIN_FILENO, 1 << 20) != ARCHIVE_OK) {
@@ -130,7 +133,8 @@ static int write_stream(struct wr *r, bool tar)
 	}
 	if (ret < 0 && st.err[0])
 		fprintf(stderr, "bfo: write: %s%s\n", tar ? "" : "stdin ", st.err);
-	archive_read_free(a);
+	if (a)
+		archive_read_free(a);
 	return ret;
 }
 
