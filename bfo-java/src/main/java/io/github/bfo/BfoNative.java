@@ -159,7 +159,8 @@ final class BfoNative {
     static final int STATS_files = 0, STATS_files_ok = 8, STATS_files_failed = 16, STATS_bytes = 24,
             STATS_device_bytes = 32, STATS_ios = 40, STATS_regions = 48, STATS_extents = 56, STATS_gap_bytes = 64,
             STATS_fallback_files = 72, STATS_windows = 80, STATS_ns_meta = 88, STATS_ns_data = 96,
-            STATS_ns_total = 104, STATS_engine = 112, STATS_engines = 116, STATS_files_by_engine = 120;
+            STATS_ns_total = 104, STATS_engine = 112, STATS_engines = 116, STATS_files_by_engine = 120,
+            STATS_files_rawmeta = 168;
 
     // ---------------------------------------------------------------- struct bfo_write_opts (88 bytes)
     static final int WOPTS_SIZE = 88;

@@ -434,7 +434,7 @@ final class JavaReadEngine implements BatchFileReader.Impl {
             }
             return new ReadStats("java", Set.of("java"), files, ok, failed, bytes, bytes, ios.get(), 0, 0, 0, 0, 0,
                     Duration.ZERO, Duration.ofNanos(total), Duration.ofNanos(total),
-                    files == 0 ? Map.of() : Map.of("java", ok + failed));
+                    files == 0 ? Map.of() : Map.of("java", ok + failed), 0);
         }
 
         @Override

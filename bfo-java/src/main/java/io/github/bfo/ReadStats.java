@@ -31,11 +31,13 @@ import java.util.Set;
  * @param dataTime       time during which at least one window was in the data phase (overlaps metadataTime)
  * @param totalTime      wall-clock time of the batch
  * @param filesByEngine  files per engine name
+ * @param filesRawmeta   raw engine on ext4: files whose metadata and extents were read from the inode tables on the
+ *                       device, with no per-file stat, open or FIEMAP
  */
 public record ReadStats(String engine, Set<String> engines, long files, long filesOk, long filesFailed, long bytes,
                         long deviceBytes, long ios, long regions, long extents, long gapBytes, long fallbackFiles,
                         long windows, Duration metadataTime, Duration dataTime, Duration totalTime,
-                        Map<String, Long> filesByEngine) {
+                        Map<String, Long> filesByEngine, long filesRawmeta) {
 
     static ReadStats fromNative(ByteBuffer b) {
         Set<String> engines = new LinkedHashSet<>();
@@ -59,12 +61,12 @@ public record ReadStats(String engine, Set<String> engines, long files, long fil
                 b.getLong(BfoNative.STATS_gap_bytes), b.getLong(BfoNative.STATS_fallback_files),
                 b.getLong(BfoNative.STATS_windows), Duration.ofNanos(b.getLong(BfoNative.STATS_ns_meta)),
                 Duration.ofNanos(b.getLong(BfoNative.STATS_ns_data)), Duration.ofNanos(b.getLong(BfoNative.STATS_ns_total)),
-                Collections.unmodifiableMap(by));
+                Collections.unmodifiableMap(by), b.getLong(BfoNative.STATS_files_rawmeta));
     }
 
     static ReadStats empty(String engine) {
         return new ReadStats(engine, Set.of(), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, Duration.ZERO, Duration.ZERO,
-                Duration.ZERO, Map.of());
+                Duration.ZERO, Map.of(), 0);
     }
 
     /** True when the pure-Java engine ran (the native library was not in use). */

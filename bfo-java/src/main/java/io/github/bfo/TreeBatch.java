@@ -236,7 +236,8 @@ final class TreeBatch extends FileBatch {
                 a.deviceBytes() + b.deviceBytes(), a.ios() + b.ios(), a.regions() + b.regions(),
                 a.extents() + b.extents(), a.gapBytes() + b.gapBytes(), a.fallbackFiles() + b.fallbackFiles(),
                 a.windows() + b.windows(), a.metadataTime().plus(b.metadataTime()), a.dataTime().plus(b.dataTime()),
-                a.totalTime().plus(b.totalTime()), java.util.Collections.unmodifiableMap(by));
+                a.totalTime().plus(b.totalTime()), java.util.Collections.unmodifiableMap(by),
+                a.filesRawmeta() + b.filesRawmeta());
     }
 
     /** The levels' statistics added up, without the directories and special files skipped. */
@@ -250,7 +251,7 @@ final class TreeBatch extends FileBatch {
         long k = skipped;
         return new ReadStats(s.engine(), s.engines(), s.files() - k, s.filesOk(), s.filesFailed() - k, s.bytes(),
                 s.deviceBytes(), s.ios(), s.regions(), s.extents(), s.gapBytes(), s.fallbackFiles(), s.windows(),
-                s.metadataTime(), s.dataTime(), s.totalTime(), s.filesByEngine());
+                s.metadataTime(), s.dataTime(), s.totalTime(), s.filesByEngine(), s.filesRawmeta());
     }
 
     @Override

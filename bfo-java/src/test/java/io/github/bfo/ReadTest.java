@@ -539,6 +539,46 @@ class ReadTest {
         }
     }
 
+    /**
+     * The raw engine's inode-table path reaches Java's statistics: where the
+     * reader says it reads inodes from the device (root, ext4 on a block
+     * device it may open), every file of a synced, quiet directory of 300 is
+     * counted in filesRawmeta; elsewhere none, and the test is skipped after
+     * the bytes were compared with Files.readAllBytes.
+     */
+    @Test
+    void rawInodeFilesAreCounted() throws Exception {
+        Path d = Files.createDirectories(dir.resolve("rawmeta"));
+        List<Path> want = new ArrayList<>();
+        Random rnd = new Random(20);
+        for (int i = 0; i < 300; i++) {
+            Path p = d.resolve("f" + i);
+            TestSupport.write(p, TestSupport.random(rnd, 1 + rnd.nextInt(9000)));
+            try (java.nio.channels.FileChannel c = java.nio.channels.FileChannel.open(p,
+                    java.nio.file.StandardOpenOption.WRITE)) {
+                c.force(true);   // on the device: an inode never written out takes the VFS path
+            }
+            want.add(p);
+        }
+        Thread.sleep(60);        // the directory is listed only once it has been quiet for 20 ms
+        try (BatchFileReader r = BatchFileReader.builder().build(); FileBatch b = r.readTree(d)) {
+            java.util.Set<Path> got = new java.util.HashSet<>();
+            for (FileData f : b) {
+                assertTrue(f.isOk() && f.isWhole(), f + ": " + f.failure());
+                assertArrayEquals(Files.readAllBytes(f.path()), f.bytes(), f.pathString());
+                got.add(f.path());
+            }
+            assertEquals(new java.util.HashSet<>(want), got);
+            ReadStats st = b.stats();
+            boolean raw = r.describe().contains("inodes from the device");
+            if (!raw) {
+                assertEquals(0, st.filesRawmeta(), st.toString());
+            }
+            org.junit.jupiter.api.Assumptions.assumeTrue(raw, "inode tables not read here: " + r.describe());
+            assertEquals(300, st.filesRawmeta(), r.describe() + "; " + st);
+        }
+    }
+
     @Test
     void fifoDoesNotBlockWithLinkOptions() throws Exception {
         assertTrue(Files.exists(fifo, LinkOption.NOFOLLOW_LINKS));

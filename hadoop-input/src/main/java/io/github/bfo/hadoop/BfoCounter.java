@@ -20,6 +20,8 @@ public enum BfoCounter {
     MERGED_REGIONS,
     /** Files that left the raw or uring path for a per-file read. */
     FALLBACK_FILES,
+    /** Files whose metadata the raw engine read from ext4's inode tables (no per-file stat, open or FIEMAP). */
+    RAW_INODE_FILES,
     /** Checksum ({@code .crc}) files read and verified against. */
     CHECKSUM_FILES,
     /** Milliseconds spent in the batch reads (wall clock, overlapping the map work). */

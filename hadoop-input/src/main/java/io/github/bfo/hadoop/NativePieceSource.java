@@ -191,6 +191,7 @@ final class NativePieceSource implements PieceSource {
         c.add(BfoCounter.IO_REQUESTS, s.ios() + (crcStats == null ? 0 : crcStats.ios()));
         c.add(BfoCounter.MERGED_REGIONS, s.regions() + (crcStats == null ? 0 : crcStats.regions()));
         c.add(BfoCounter.FALLBACK_FILES, s.fallbackFiles());
+        c.add(BfoCounter.RAW_INODE_FILES, s.filesRawmeta());
         c.add(BfoCounter.CHECKSUM_FILES, crcFiles);
         c.add(BfoCounter.READ_MILLIS, ((ended == 0 ? System.nanoTime() : ended) - started) / 1_000_000);
         if (s.filesByEngine().isEmpty()) {
