@@ -697,6 +697,7 @@ struct bfo_walk;
 
 #define BFO_WALK_NOFOLLOW (1u << 0)  /* skip symbolic links */
 #define BFO_WALK_UNSORTED (1u << 1)  /* hand paths out as listed, not sorted */
+#define BFO_WALK_LISTINGS (1u << 2)  /* keep directory listings for bfo_walk_share */
 
 struct bfo_walk_stats {
 	uint64_t files;          /* paths handed out so far */
@@ -740,6 +741,24 @@ int bfo_walk_failure(struct bfo_walk *w, char *buf, size_t len, int *status);
  * bfo_walk_stats - fill *stats with the walk's counters.  Returns 0.
  */
 int bfo_walk_stats(struct bfo_walk *w, struct bfo_walk_stats *stats);
+
+/*
+ * bfo_walk_share - hand the directory listings the walk made so far
+ * (started with BFO_WALK_LISTINGS) to ctx, for the batch that reads the
+ * walk's paths: the raw engine then takes its files' inode numbers from
+ * them instead of listing the directories again (and lists none it would
+ * not have listed for its first windows).  Call it after bfo_walk_next
+ * and before submitting the paths it gave.  A listing counts for ctx's
+ * batch in progress, or the next one, and is dropped when that batch
+ * ends; it is only a hint: the directory's state before its listing is
+ * recorded and checked again after each file's data is read, as for the
+ * engine's own listings.  Returns the number of listings ctx took (0 when
+ * it does not read inodes from the device, or none was made since the
+ * last call), or -EINVAL.  The walk keeps at most 32 MiB of listings, and
+ * none in a process that may not read inodes without opening the files
+ * (without CAP_DAC_OVERRIDE, say).
+ */
+int bfo_walk_share(struct bfo_walk *w, struct bfo_ctx *ctx);
 
 /*
  * bfo_walk_destroy - stop the walk's threads and free it; NULL is ignored.

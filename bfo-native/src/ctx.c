@@ -542,9 +542,6 @@ void ctx_push_result_locked(struct bfo_ctx *ctx, struct window *w, uint32_t ei,
 static void batch_begin_locked(struct bfo_ctx *ctx)
 {
 	memset(&ctx->st, 0, sizeof(ctx->st));
-	/* listings are shared by one batch's windows only: none is in
-	 * planning now (a batch ends after its last window's phase 1) */
-	dircache_clear(&ctx->dirs);
 	memset(ctx->bytes_by_engine, 0, sizeof(ctx->bytes_by_engine));
 	ctx->next_index = 0;
 	ctx->cut_count = 0;
@@ -566,6 +563,9 @@ static void batch_end_locked(struct bfo_ctx *ctx)
 		ctx->st.ns_data += now - ctx->t_data_since;
 	ctx->t_meta_since = ctx->t_data_since = 0;
 	ctx->bstate = B_IDLE;
+	/* Listings serve one batch (and those shared before it began): none
+	 * of its windows is in planning now. */
+	dircache_clear(&ctx->dirs);
 }
 
 /* Room for this many more paths: the input queue holds two windows, so

@@ -43,10 +43,6 @@
 
 #define DENSITY    512u          /* directory bytes one wanted file pays for */
 #define DENTS_BUF  (32u << 10)
-/* A directory changed less than this long ago is not listed: a change after
- * the listing must give it a newer ctime than the one recorded, and
- * timestamps move by clock ticks (ext4 stamps the coarse clock). */
-#define QUIET_NS   (20 * 1000000LL)
 
 struct hint_state {
 	struct bfo_ctx *ctx;
@@ -174,20 +170,6 @@ bool dirhint_same(struct window *w, const struct entry *e, uint64_t epoch)
 	return h->ok;
 }
 
-/* May dir, as fstat saw it before its listing (st), be listed: changed
- * long enough ago that any later change gives it a newer ctime. */
-static bool quiet(const struct stat *st)
-{
-	struct timespec now;
-
-	if (clock_gettime(CLOCK_REALTIME_COARSE, &now) < 0)
-		return false;
-	int64_t age = (int64_t)(now.tv_sec - st->st_ctim.tv_sec) * 1000000000LL +
-		      (now.tv_nsec - st->st_ctim.tv_nsec);
-
-	return age >= QUIET_NS;
-}
-
 /* Record the listed directory of entry (the first len bytes of its path)
  * as it was before the listing (rec) in the window. */
 static bool add_hdir(struct hint_state *s, uint32_t entry, size_t len, const struct dirlist_rec *rec)
@@ -267,6 +249,15 @@ bool dirhint_sync(struct window *w)
 	return ok;
 }
 
+/* May the files of a directory listed as rec (at path) be hinted: on an
+ * ext4 read raw, not holding a file mounted over.  Sets rec->di. */
+static bool hintable(struct bfo_ctx *ctx, struct dirlist_rec *rec, const char *path)
+{
+	rec->di = devcache_get(&ctx->devs, rec->dev, path);
+	return rec->di && rec->di->ext4 && rec->di->raw_fd >= 0 &&
+	       !ext4ino_dir_excluded(rec->di->ext4, rec->dev, rec->ino);
+}
+
 /* The window's files idx[0..k) of directory dir (the first len bytes of
  * their paths) from listing l. */
 static void hint_from(struct hint_state *s, const uint32_t *idx, uint32_t k, size_t len,
@@ -341,16 +332,12 @@ static void hint_dir(struct hint_state *s, const uint32_t *idx, uint32_t k)
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return;
-	if (fstat(fd, &st) < 0 || (uint64_t)k * DENSITY < (uint64_t)st.st_size || !quiet(&st))
+	if (fstat(fd, &st) < 0 || (uint64_t)k * DENSITY < (uint64_t)st.st_size || !dirlist_quiet(&st))
 		goto out;
-	rec = (struct dirlist_rec){ .dev = (uint64_t)major(st.st_dev) << 32 | minor(st.st_dev), .ino = st.st_ino,
-				    .ctime_sec = st.st_ctim.tv_sec, .ctime_nsec = (uint32_t)st.st_ctim.tv_nsec,
-				    .mtime_sec = st.st_mtim.tv_sec, .mtime_nsec = (uint32_t)st.st_mtim.tv_nsec,
-				    .uid = st.st_uid };
-	rec.di = devcache_get(&s->ctx->devs, rec.dev, dir);
-	if (!rec.di || !rec.di->ext4 || rec.di->raw_fd < 0 || ext4ino_dir_excluded(rec.di->ext4, rec.dev, rec.ino))
+	dirlist_rec_from(&rec, &st);
+	if (!hintable(s->ctx, &rec, dir))
 		goto out;
-	own = dirlist_make(fd, dir, hash, &rec, dircache_room(dc));
+	own = dirlist_make(fd, dir, &rec, dircache_room(dc));
 	if (!own) {
 		hint_streaming(s, fd, idx, k, len, &rec);
 		goto out;
@@ -360,6 +347,23 @@ static void hint_dir(struct hint_state *s, const uint32_t *idx, uint32_t k)
 		dirlist_free(own);
 out:
 	close(fd);
+}
+
+unsigned dirhint_adopt(struct bfo_ctx *ctx, struct dirlist *lists)
+{
+	unsigned taken = 0;
+
+	while (lists) {
+		struct dirlist *l = lists;
+
+		lists = l->next;
+		l->next = NULL;
+		if (ctx->devs.want_raw && hintable(ctx, &l->rec, l->path) && dircache_put(&ctx->dirs, l))
+			taken++;
+		else
+			dirlist_free(l);
+	}
+	return taken;
 }
 
 /* Read ahead the inode-table blocks of the window's hinted files, run by

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #define XXH_INLINE_ALL
@@ -20,6 +22,10 @@
  * Directories past it are listed again by each window that needs them. */
 #define DIRCACHE_BYTES (32u << 20)
 #define DENTS_BUF      (32u << 10)
+/* A directory changed less than this long ago is not listed: a change after
+ * the listing must give it a newer ctime than the one recorded, and
+ * timestamps move by clock ticks (ext4 stamps the coarse clock). */
+#define QUIET_NS       (20 * 1000000LL)
 
 static uint64_t name_hash(const char *name, size_t len)
 {
@@ -43,15 +49,8 @@ void dirlist_free(struct dirlist *l)
 	free(l);
 }
 
-/* A listing being made: its arrays' sizes and its bound. */
-struct builder {
-	uint32_t cap;              /* inos and name_off */
-	size_t names_cap, used;    /* names */
-	size_t max_bytes;
-};
-
 /* Room for one more name of len bytes; false past max_bytes or out of memory. */
-static bool grow(struct dirlist *l, struct builder *b, size_t len)
+static bool grow(struct dirlist *l, struct dirlist_builder *b, size_t len)
 {
 	if (l->n == b->cap) {
 		uint32_t n = b->cap ? b->cap * 2 : 256;
@@ -84,7 +83,7 @@ static bool grow(struct dirlist *l, struct builder *b, size_t len)
 	return l->bytes <= b->max_bytes;
 }
 
-static bool add_name(struct dirlist *l, struct builder *b, const char *name, uint64_t ino)
+static bool add_name(struct dirlist *l, struct dirlist_builder *b, const char *name, uint64_t ino)
 {
 	size_t len = strlen(name);
 
@@ -118,43 +117,90 @@ static bool index_names(struct dirlist *l)
 	return true;
 }
 
-struct dirlist *dirlist_make(int fd, const char *path, uint64_t hash, const struct dirlist_rec *rec,
-			     size_t max_bytes)
+void dirlist_begin(struct dirlist_builder *b, const char *path, const struct dirlist_rec *rec, size_t max_bytes)
 {
-	struct dirlist *l = calloc(1, sizeof(*l));
-	char *dents = malloc(DENTS_BUF);
-	struct builder b = { .max_bytes = max_bytes };
-	bool ok = l && dents;
-
-	if (ok) {
-		l->hash = hash;
-		l->rec = *rec;
-		l->path = strdup(path);
-		ok = l->path != NULL;
+	*b = (struct dirlist_builder){ .max_bytes = max_bytes };
+	b->l = calloc(1, sizeof(*b->l));
+	if (!b->l)
+		return;
+	b->l->hash = dirlist_hash(path);
+	b->l->rec = *rec;
+	b->l->path = strdup(path);
+	if (!b->l->path) {
+		dirlist_free(b->l);
+		b->l = NULL;
 	}
-	while (ok) {
-		long n = syscall(SYS_getdents64, fd, dents, DENTS_BUF);
+}
 
-		if (n <= 0) {
-			ok = n == 0;
-			break;
-		}
-		for (long off = 0; ok && off < n;) {
-			const struct linux_dirent64 *d = (const void *)(dents + off);
-
-			off += d->d_reclen;
-			if (d->d_type == DT_REG)
-				ok = add_name(l, &b, d->d_name, d->d_ino);
-		}
+void dirlist_add(struct dirlist_builder *b, const char *name, uint64_t ino)
+{
+	if (b->l && !add_name(b->l, b, name, ino)) {
+		dirlist_free(b->l);
+		b->l = NULL;
 	}
-	free(dents);
-	if (ok)
-		ok = index_names(l);
-	if (!ok) {
+}
+
+struct dirlist *dirlist_end(struct dirlist_builder *b)
+{
+	struct dirlist *l = b->l;
+
+	b->l = NULL;
+	if (l && !index_names(l)) {
 		dirlist_free(l);
 		return NULL;
 	}
 	return l;
+}
+
+struct dirlist *dirlist_make(int fd, const char *path, const struct dirlist_rec *rec, size_t max_bytes)
+{
+	struct dirlist_builder b;
+	char *dents = malloc(DENTS_BUF);
+
+	dirlist_begin(&b, path, rec, max_bytes);
+	while (b.l && dents) {
+		long n = syscall(SYS_getdents64, fd, dents, DENTS_BUF);
+
+		if (n < 0) {
+			dirlist_free(b.l);
+			b.l = NULL;
+		}
+		if (n <= 0)
+			break;
+		for (long off = 0; b.l && off < n;) {
+			const struct linux_dirent64 *d = (const void *)(dents + off);
+
+			off += d->d_reclen;
+			if (d->d_type == DT_REG)
+				dirlist_add(&b, d->d_name, d->d_ino);
+		}
+	}
+	free(dents);
+	if (!dents) {
+		dirlist_free(b.l);
+		return NULL;
+	}
+	return dirlist_end(&b);
+}
+
+bool dirlist_quiet(const struct stat *st)
+{
+	struct timespec now;
+
+	if (clock_gettime(CLOCK_REALTIME_COARSE, &now) < 0)
+		return false;
+	int64_t age = (int64_t)(now.tv_sec - st->st_ctim.tv_sec) * 1000000000LL +
+		      (now.tv_nsec - st->st_ctim.tv_nsec);
+
+	return age >= QUIET_NS;
+}
+
+void dirlist_rec_from(struct dirlist_rec *rec, const struct stat *st)
+{
+	*rec = (struct dirlist_rec){ .dev = (uint64_t)major(st->st_dev) << 32 | minor(st->st_dev),
+				     .ino = st->st_ino, .ctime_sec = st->st_ctim.tv_sec,
+				     .ctime_nsec = (uint32_t)st->st_ctim.tv_nsec, .mtime_sec = st->st_mtim.tv_sec,
+				     .mtime_nsec = (uint32_t)st->st_mtim.tv_nsec, .uid = st->st_uid };
 }
 
 uint64_t dirlist_find(const struct dirlist *l, const char *name)

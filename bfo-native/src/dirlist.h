@@ -71,14 +71,31 @@ const struct dirlist *dircache_get(struct dircache *c, const char *path, uint64_
 bool dircache_put(struct dircache *c, struct dirlist *l);
 
 uint64_t dirlist_hash(const char *path);
+/* May a directory, as fstat saw it before its listing, be listed: changed
+ * long enough ago that any later change gives it a newer ctime. */
+bool dirlist_quiet(const struct stat *st);
+/* rec from the directory's fstat before its listing (rec->di left NULL). */
+void dirlist_rec_from(struct dirlist_rec *rec, const struct stat *st);
 /*
  * List the directory open as fd (getdents64 from its start): regular
  * files only.  NULL when out of memory, on a listing error, or when the
  * listing would take more than max_bytes (the fd's offset is then left
  * anywhere: rewind it before listing again).
  */
-struct dirlist *dirlist_make(int fd, const char *path, uint64_t hash, const struct dirlist_rec *rec,
-			     size_t max_bytes);
+struct dirlist *dirlist_make(int fd, const char *path, const struct dirlist_rec *rec, size_t max_bytes);
+
+/* A listing made from entries read elsewhere (the tree walk's readdir):
+ * begin, add each regular file, end (NULL when out of memory or past
+ * max_bytes, as any add made l NULL). */
+struct dirlist_builder {
+	struct dirlist *l;
+	uint32_t cap;              /* l's inos and name_off */
+	size_t names_cap, used;    /* l's names */
+	size_t max_bytes;
+};
+void dirlist_begin(struct dirlist_builder *b, const char *path, const struct dirlist_rec *rec, size_t max_bytes);
+void dirlist_add(struct dirlist_builder *b, const char *name, uint64_t ino);
+struct dirlist *dirlist_end(struct dirlist_builder *b);
 void dirlist_free(struct dirlist *l);
 /* The inode number name was listed with, or 0 when it was not listed as a
  * regular file. */

@@ -195,7 +195,7 @@ static bool file_says(const char *path, const char *prefix)
  * enforcing SELinux, no no_new_privs (which Landlock and seccomp sandboxes
  * set).  (A member of the disk group reads the device but not every file.)
  */
-static bool may_bypass_open(char *why, size_t why_len)
+bool ext4ino_may_bypass_open(char *why, size_t why_len)
 {
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct d[2];
@@ -265,7 +265,7 @@ struct ext4ino *ext4ino_open(const char *devname, uint64_t devsize, char *why, s
 	struct ext4ino *x;
 	errcode_t rc;
 
-	if (!may_bypass_open(why, why_len))
+	if (!ext4ino_may_bypass_open(why, why_len))
 		return NULL;
 	pthread_once(&e2_once, e2_load);
 	if (!e2.open2) {

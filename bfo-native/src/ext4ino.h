@@ -42,6 +42,10 @@ struct ext4ino_sum {
  */
 struct ext4ino *ext4ino_open(const char *devname, uint64_t devsize, char *why, size_t why_len);
 void ext4ino_close(struct ext4ino *x);
+/* May this process read files' inodes without opening them: what the
+ * kernel's permission checks would not stop (ext4ino.c says why); false
+ * with the reason in why otherwise. */
+bool ext4ino_may_bypass_open(char *why, size_t why_len);
 
 /* Is a directory (its st_dev, st_ino) the parent of a file that another
  * file is mounted over?  Its listing then names a file the path does not

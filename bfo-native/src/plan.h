@@ -124,6 +124,8 @@ struct ptask;
 /* A directory listed for a window's files (dirhint.c): as it was before
  * the listing; unchanged later, the names it gave still name the same
  * inodes. */
+struct dirlist;
+
 struct hdir {
 	uint32_t entry, len;       /* its path: the first len bytes of entry's path */
 	uint64_t dev, ino;
@@ -186,6 +188,10 @@ void dirhint_window(struct bfo_ctx *ctx, struct window *w);
 uint64_t dirhint_epoch(void);
 /* Is the directory that named e (hinted) as it was before its listing? */
 bool dirhint_same(struct window *w, const struct entry *e, uint64_t epoch);
+/* Take listings made by the tree walk (a list through their next
+ * pointers, owned from here on) into ctx's batch: those of directories
+ * whose files may be hinted go to its cache.  Returns how many did. */
+unsigned dirhint_adopt(struct bfo_ctx *ctx, struct dirlist *lists);
 /* Sync the file systems of w's hinted files, after their inodes were read;
  * false if one could not be synced. */
 bool dirhint_sync(struct window *w);

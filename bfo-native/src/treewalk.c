@@ -6,6 +6,8 @@
 
 #include "bfo.h"
 #include "common.h"
+#include "ext4ino.h"
+#include "plan.h"
 #include "walk.h"
 
 #define WALK_THREADS 8
@@ -24,15 +26,20 @@ struct bfo_walk {
 BFO_API int bfo_walk_start(struct bfo_walk **w, const char *root, size_t sort_files, unsigned flags)
 {
 	struct bfo_walk *b;
+	char why[128];
 
-	if (!w || !root || (flags & ~(BFO_WALK_NOFOLLOW | BFO_WALK_UNSORTED)))
+	if (!w || !root || (flags & ~(BFO_WALK_NOFOLLOW | BFO_WALK_UNSORTED | BFO_WALK_LISTINGS)))
 		return -EINVAL;
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
+	/* listings serve only a process that may read inodes from the device */
+	if ((flags & BFO_WALK_LISTINGS) && !ext4ino_may_bypass_open(why, sizeof(why)))
+		flags &= ~BFO_WALK_LISTINGS;
 	b->walk = walk_start(root, WALK_THREADS, sort_files ? sort_files : DEFAULT_SORT_FILES,
 			     ((flags & BFO_WALK_UNSORTED) ? 0 : WALK_SORT) |
-			     ((flags & BFO_WALK_NOFOLLOW) ? WALK_NOFOLLOW : 0));
+			     ((flags & BFO_WALK_NOFOLLOW) ? WALK_NOFOLLOW : 0) |
+			     ((flags & BFO_WALK_LISTINGS) ? WALK_LISTS : 0));
 	if (!b->walk) {
 		free(b);
 		return -ENOMEM;
@@ -110,4 +117,11 @@ BFO_API void bfo_walk_destroy(struct bfo_walk *w)
 	walk_end(w->walk, NULL, NULL);
 	free(w->held);
 	free(w);
+}
+
+BFO_API int bfo_walk_share(struct bfo_walk *w, struct bfo_ctx *ctx)
+{
+	if (!w || !ctx)
+		return -EINVAL;
+	return (int)dirhint_adopt(ctx, walk_take_lists(w->walk));
 }

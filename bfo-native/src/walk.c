@@ -11,6 +11,7 @@
  * fill the other).
  */
 #include "walk.h"
+#include "dirlist.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -34,6 +35,9 @@ struct walk {
 	struct walk_file *spare;    /* the sort's other buffer (made on first use) */
 	size_t cap;
 	bool sort, nofollow, all, stop;
+	bool lists_on;              /* WALK_LISTS */
+	struct dirlist *lists;      /* made since the last walk_take_lists */
+	size_t lists_bytes;         /* of all listings ever made: the bound */
 	uint64_t skipped, errors;   /* errors: those not kept in fails[] */
 	struct walk_failure {
 		char *path;
@@ -135,6 +139,45 @@ static void add_file_locked(struct walk *w, ino_t ino, unsigned char type, char 
 		pthread_cond_broadcast(&w->cond);
 }
 
+#define WALK_LISTS_BYTES (32u << 20)
+
+/* Start the listing of dir (open as d, not read yet) for walk_take_lists:
+ * its record from fstat now, before any entry is read; none when it
+ * changed too recently or the walk kept its bound of listings. */
+static void list_begin(struct walk *w, DIR *d, const char *dir, struct dirlist_builder *lb)
+{
+	struct dirlist_rec rec;
+	struct stat st;
+	size_t room;
+
+	pthread_mutex_lock(&w->lock);
+	room = w->lists_bytes >= WALK_LISTS_BYTES ? 0 : WALK_LISTS_BYTES - w->lists_bytes;
+	pthread_mutex_unlock(&w->lock);
+	if (!room || fstat(dirfd(d), &st) < 0 || !dirlist_quiet(&st))
+		return;
+	dirlist_rec_from(&rec, &st);
+	dirlist_begin(lb, dir, &rec, room);
+}
+
+/* The listing of a directory read to its end goes to w->lists. */
+static void list_end(struct walk *w, struct dirlist_builder *lb, bool whole)
+{
+	struct dirlist *l;
+
+	if (!whole) {
+		dirlist_free(lb->l);
+		return;
+	}
+	l = dirlist_end(lb);
+	if (!l)
+		return;
+	pthread_mutex_lock(&w->lock);
+	l->next = w->lists;
+	w->lists = l;
+	w->lists_bytes += l->bytes;
+	pthread_mutex_unlock(&w->lock);
+}
+
 static void read_dir(struct walk *w, char *dir)
 {
 	DIR *d = opendir(dir);
@@ -158,7 +201,18 @@ static void read_dir(struct walk *w, char *dir)
 		pthread_mutex_unlock(&w->lock);
 		return;
 	}
-	while ((de = readdir(d))) {
+	struct dirlist_builder lb = { 0 };
+
+	bool whole = false;        /* read to its end */
+
+	if (w->lists_on)
+		list_begin(w, d, dir, &lb);
+	for (;;) {
+		errno = 0;
+		if (!(de = readdir(d))) {
+			whole = errno == 0;
+			break;
+		}
 		unsigned char t = de->d_type;
 		ino_t ino = de->d_ino;
 		struct stat st;
@@ -166,6 +220,8 @@ static void read_dir(struct walk *w, char *dir)
 
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
+		if (lb.l && t == DT_REG)
+			dirlist_add(&lb, de->d_name, ino);
 		p = join(dir, de->d_name);
 		if (!p)
 			break;
@@ -215,6 +271,8 @@ static void read_dir(struct walk *w, char *dir)
 		if (stop)
 			break;
 	}
+	if (lb.l)
+		list_end(w, &lb, whole);
 	closedir(d);
 }
 
@@ -255,6 +313,7 @@ struct walk *walk_start(const char *root, unsigned nthreads, size_t batch_cap, u
 	w->sort = flags & WALK_SORT;
 	w->nofollow = flags & WALK_NOFOLLOW;
 	w->all = flags & WALK_ALL;
+	w->lists_on = flags & WALK_LISTS;
 	w->fill = malloc(w->cap * sizeof(*w->fill));
 	w->out = malloc(w->cap * sizeof(*w->out));
 	w->threads = calloc(nthreads ? nthreads : 1, sizeof(*w->threads));
@@ -312,6 +371,17 @@ size_t walk_next(struct walk *w, struct walk_file **files)
 	return w->nout;
 }
 
+struct dirlist *walk_take_lists(struct walk *w)
+{
+	struct dirlist *l;
+
+	pthread_mutex_lock(&w->lock);
+	l = w->lists;
+	w->lists = NULL;
+	pthread_mutex_unlock(&w->lock);
+	return l;
+}
+
 bool walk_failure(struct walk *w, char **path, int *status)
 {
 	bool got = false;
@@ -360,6 +430,12 @@ void walk_end(struct walk *w, uint64_t *skipped, uint64_t *errors)
 	}
 	for (size_t i = 0; i < w->ndirs; i++)
 		free(w->dirs[i]);
+	while (w->lists) {
+		struct dirlist *l = w->lists;
+
+		w->lists = l->next;
+		dirlist_free(l);
+	}
 	if (w->fails)
 		for (size_t i = w->fails_head; i < w->nfails; i++)
 			free(w->fails[i].path);

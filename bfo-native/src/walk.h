@@ -24,6 +24,8 @@ struct walk_file {
 #define WALK_NOFOLLOW (1u << 1) /* symbolic links are skipped, not followed */
 #define WALK_ALL      (1u << 2) /* every entry, directories included, links
 				   as links (for copies): nothing is skipped */
+#define WALK_LISTS    (1u << 3) /* keep each directory's listing (dirlist.h)
+				   for walk_take_lists, up to WALK_LISTS_BYTES */
 
 struct walk;
 
@@ -53,6 +55,10 @@ size_t walk_next(struct walk *w, struct walk_file **files);
  * Take the oldest directory the walk could not read: stores its path (the
  * caller frees it) and -errno; false when there is none (now).
  */
+/* The listings made so far (WALK_LISTS), as a list the caller owns (through
+ * their next pointers; dirlist_free each), or NULL. */
+struct dirlist *walk_take_lists(struct walk *w);
+
 bool walk_failure(struct walk *w, char **path, int *status);
 
 /* Entries skipped so far (special files, links to directories...), and

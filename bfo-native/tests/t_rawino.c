@@ -24,7 +24,11 @@
  *  - cached: a batch lists a directory once for all its windows: a later
  *    window too sparse to list it on its own still takes raw inodes, and
  *    the reuse above done after the first window's listing, to names of
- *    the second window, still gives every name its own bytes.
+ *    the second window, still gives every name its own bytes;
+ *  - shared: listings the tree walk made (bfo_walk_share) serve windows
+ *    too small to list the directory themselves (none without them), and
+ *    the reuse above done after the walk's listing still gives every name
+ *    its own bytes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -535,6 +539,112 @@ static void cached(const char *mnt)
 	free(r.dir);
 }
 
+/* ------------------------------------------------------------ shared */
+
+/* The walk's paths of dir (in its inode order) into p (cap entries);
+ * with listings, shared with ctx before any is submitted. */
+static size_t walk_paths(const char *dir, struct bfo_ctx *ctx, bool share, char **p, size_t cap)
+{
+	struct bfo_walk *w;
+	static char buf[1 << 20];
+	size_t n = 0;
+	long k;
+
+	T_OK(bfo_walk_start(&w, dir, 0, share ? BFO_WALK_LISTINGS : 0));
+	while ((k = bfo_walk_next(w, buf, sizeof(buf))) > 0)
+		for (long off = 0; off < k; off += (long)strlen(buf + off) + 1) {
+			T_ASSERT(n < cap, "more files than made");
+			p[n++] = strdup(buf + off);
+		}
+	T_ASSERT(k == 0, "bfo_walk_next: %ld", k);
+	if (share)
+		T_EQ(bfo_walk_share(w, ctx), 1);
+	bfo_walk_destroy(w);
+	return n;
+}
+
+static struct bfo_ctx *small_windows_ctx(void)
+{
+	struct bfo_opts o;
+
+	bfo_opts_init(&o);
+	o.engine = BFO_ENGINE_RAW;
+	o.window_files = NC2;     /* every window too small to list the directory */
+	return t_ctx(&o);
+}
+
+static void shared(const char *mnt)
+{
+	struct reuse r = { .dir = t_path(mnt, "shared") };
+	uint8_t buf[32 << 10];
+	char *made[NC1 + NC2], *p[NC1 + NC2];
+	struct t_result *res;
+	struct bfo_stats st;
+	struct bfo_ctx *ctx;
+	size_t n, ia = 0, ib = 0;
+	struct stat sb;
+
+	mkdir_or_fail(r.dir, 0);
+	for (int i = 0; i < NC1 + NC2; i++) {
+		made[i] = cached_name(r.dir, i);
+		t_write_bytes(made[i], buf, version_bytes((unsigned)i, 0, buf, sizeof(buf)));
+	}
+	sync();
+	quiet();
+	for (int share = 0; share < 2; share++) {
+		T_ASSERT(t_drop_caches(), "drop_caches refused");
+		ctx = small_windows_ctx();
+		n = walk_paths(r.dir, ctx, share, p, NC1 + NC2);
+		T_EQ(n, (size_t)(NC1 + NC2));
+		res = t_results_new(n);
+		t_batch_ctx(ctx, p, n, res, &st, 0);
+		bfo_ctx_destroy(ctx);
+		for (size_t i = 0; i < n; i++)
+			t_expect_plain(res, p, i, share ? "shared listings" : "no listings shared");
+		/* all but a last window under 128 files (those take the VFS path) */
+		size_t last = n % NC2, want = n - (last < 128 ? last : 0);
+
+		T_EQ(st.files_rawmeta, share ? want : 0);
+		t_results_free(res, n);
+		free_all(p, n);
+	}
+
+	/* After the walk listed the directory, before the second window:
+	 * the reuse of "a"'s inode number for "b" (reuse_hook). */
+	T_ASSERT(t_drop_caches(), "drop_caches refused");
+	ctx = small_windows_ctx();
+	n = walk_paths(r.dir, ctx, true, p, NC1 + NC2);
+	r.a = p[NC2 + 5];
+	r.b = p[NC2 + 6];
+	r.tmp = t_path(r.dir, ".tmp");
+	T_ASSERT(stat(r.a, &sb) == 0, "stat");
+	r.old_ino = sb.st_ino;
+	bfo_test_hooks.arg = &r;
+	bfo_test_hooks.after_hint = reuse_hook;
+	res = t_results_new(n);
+	t_batch_ctx(ctx, p, n, res, &st, 0);
+	bfo_test_hooks.after_hint = NULL;
+	bfo_ctx_destroy(ctx);
+	if (!r.reused)
+		t_skip("no new file got the freed inode number");
+	ia = NC2 + 5;
+	ib = NC2 + 6;
+	check_version(&res[ia], 0, r.a);
+	T_ASSERT(res[ia].status != 0 || strncmp((const char *)res[ia].data, "file 0 version 1", 16) == 0,
+		 "%s: not its new version", r.a);
+	check_version(&res[ib], 1, r.b);
+	for (size_t i = 0; i < n; i++)
+		if (i != ia && i != ib)
+			t_expect_plain(res, p, i, "shared, untouched");
+	t_log("shared: %zu files in windows of %d, from the walk's listing only (none without it); a name "
+	      "whose inode number went to another file after that listing: its own new bytes", n, NC2);
+	t_results_free(res, n);
+	free_all(p, n);
+	free_all(made, NC1 + NC2);
+	free(r.tmp);
+	free(r.dir);
+}
+
 int main(void)
 {
 	t_init("t_rawino", 600);
@@ -548,6 +658,7 @@ int main(void)
 	race(mnt);
 	reuse(mnt);
 	cached(mnt);
+	shared(mnt);
 	t_done();
 	return 0;
 }

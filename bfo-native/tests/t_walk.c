@@ -173,6 +173,10 @@ int main(void)
 
 	st = api_walk(root, 100, 0, 256, &nfail);
 	t_log("sort buffer of 100 files, 256-byte output buffer: same files");
+	/* keeping listings for bfo_walk_share changes nothing handed out */
+	st = api_walk(root, 0, BFO_WALK_LISTINGS, 1 << 16, &nfail);
+	T_ASSERT(nfail == 0 && st.skipped == 3, "BFO_WALK_LISTINGS: %zu failures, skipped %llu",
+		 nfail, (unsigned long long)st.skipped);
 
 	/* Unsorted (bfo read --sort-buffer 0): the same files and skips. */
 	st = api_walk(root, 64, BFO_WALK_UNSORTED, 1 << 16, &nfail);
@@ -229,6 +233,7 @@ int main(void)
 
 		T_ASSERT(bfo_walk_start(&w, NULL, 0, 0) == -EINVAL, "NULL root");
 		T_ASSERT(bfo_walk_start(&w, root, 0, 0x80) == -EINVAL, "unknown flag");
+		T_ASSERT(bfo_walk_share(NULL, NULL) == -EINVAL, "bfo_walk_share(NULL)");
 		bfo_walk_destroy(NULL);
 	}
 	for (size_t i = 0; i < nplain; i++)

@@ -33,6 +33,7 @@ struct read_input {
 	bool nul;               /* paths on stdin are NUL-separated */
 	bool nofollow;
 	size_t sort_buffer;     /* 0: directories walked unsorted */
+	struct bfo_ctx *share;  /* the walks' listings go to it (bfo_walk_share) */
 	struct bfo_walk *walk;
 	char *buf;              /* paths of the walk, laid end to end */
 	size_t buf_cap, buf_len, buf_pos;

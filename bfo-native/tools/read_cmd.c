@@ -328,6 +328,10 @@ static int start(struct reader *r)
 	r->in = (struct read_input){ .args = r->a->paths, .nargs = r->a->npaths, .nul = r->a->nul,
 				     .nofollow = o->flags & BFO_READ_NOFOLLOW,
 				     .sort_buffer = r->a->sort_buffer };
+	/* The walk's listings spare the raw engine listing the directories
+	 * again. */
+	if (o->engine == BFO_ENGINE_AUTO || o->engine == BFO_ENGINE_RAW)
+		r->in.share = r->ctx;
 	cli_progress_init(&r->prog, NULL, r->a->progress);
 	/* The first results show at once, as bfo read has always shown them
 	 * (cp and write wait a quarter second). */

@@ -82,6 +82,9 @@ static bool walk_refill(struct read_input *in)
 		in->buf_cap *= 2;
 	}
 	name_walk_failures(in);
+	/* before the paths are submitted: their first window finds them */
+	if (n > 0 && in->share)
+		bfo_walk_share(in->walk, in->share);
 	in->buf_len = n > 0 ? (size_t)n : 0;
 	in->buf_pos = 0;
 	return n > 0;
@@ -92,7 +95,7 @@ static bool walk_begin(struct read_input *in, const char *dir)
 {
 	size_t sort = in->sort_buffer ? in->sort_buffer : UNSORTED_BUFFER;
 	unsigned flags = (in->sort_buffer ? 0 : BFO_WALK_UNSORTED) |
-			 (in->nofollow ? BFO_WALK_NOFOLLOW : 0);
+			 (in->nofollow ? BFO_WALK_NOFOLLOW : 0) | (in->share ? BFO_WALK_LISTINGS : 0);
 
 	if (!in->buf) {
 		in->buf = malloc(WALK_BUF_INITIAL);

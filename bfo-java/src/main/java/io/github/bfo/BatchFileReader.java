@@ -220,6 +220,13 @@ public final class BatchFileReader implements AutoCloseable {
     interface PackedPaths {
         /** The next whole paths, each NUL-terminated, none empty; null at the end. */
         PathChunk nextChunk();
+
+        /**
+         * Hands what the source learnt of the paths given so far (the tree walk's directory listings) to the
+         * native context ctx that is to read them; called before they are submitted.
+         */
+        default void shareWith(com.sun.jna.Pointer ctx) {
+        }
     }
 
     /** The engines behind a reader. */

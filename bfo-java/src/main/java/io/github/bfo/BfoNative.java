@@ -191,7 +191,7 @@ final class BfoNative {
     static final int CSTATS_files = 0, CSTATS_others = 8, CSTATS_bytes = 16, CSTATS_errors = 24, CSTATS_batches = 32,
             CSTATS_ns_total = 40, CSTATS_read_engine = 48, CSTATS_write_engine = 52;
     static final int COPY_ARCHIVE = 1, COPY_REPLACE = 2;
-    static final int WALK_NOFOLLOW = 1;
+    static final int WALK_NOFOLLOW = 1, WALK_LISTINGS = 4;
 
     // ---------------------------------------------------------------- struct bfo_copy_callbacks (24 bytes)
     static final int CB_SIZE = 24;
@@ -232,6 +232,7 @@ final class BfoNative {
     static native int bfo_walk_failure(Pointer w, Pointer buf, long len, IntByReference status);
     static native int bfo_walk_stats(Pointer w, Pointer stats);
     static native void bfo_walk_destroy(Pointer w);
+    static native int bfo_walk_share(Pointer w, Pointer ctx);
 
     /** void (*error)(void *arg, const char *path, int status) */
     interface ErrorCallback extends Callback {

@@ -326,6 +326,16 @@ final class NativeReadEngine implements BatchFileReader.Impl {
             this.entryWords = entries.asLongBuffer();
         }
 
+        /** The source's directory listings to the context, before the chunk's paths are submitted. */
+        private void shareListings() {
+            Pointer c = enter();
+            try {
+                packedSrc.shareWith(c);
+            } finally {
+                exit();
+            }
+        }
+
         /** Paths taken from the input so far (all of it once the batch ended, unless it stopped). */
         @Override
         long submitted() {
@@ -488,6 +498,7 @@ final class NativeReadEngine implements BatchFileReader.Impl {
                         srcDone = true;
                         break;
                     }
+                    shareListings();
                     continue;
                 }
                 int end = chunk.end(chunkPos);

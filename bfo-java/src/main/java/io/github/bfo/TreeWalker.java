@@ -60,7 +60,7 @@ final class TreeWalker implements BatchFileReader.PackedPaths, AutoCloseable {
         this.files = new ArrayDeque<>(files);
         this.dirs = new ArrayDeque<>(dirs);
         this.sortFiles = sortFiles;
-        this.flags = skipLinks ? BfoNative.WALK_NOFOLLOW : 0;
+        this.flags = (skipLinks ? BfoNative.WALK_NOFOLLOW : 0) | BfoNative.WALK_LISTINGS;
     }
 
     /** Special files, links to directories and dangling links the ended walks met (not handed out). */
@@ -97,6 +97,14 @@ final class TreeWalker implements BatchFileReader.PackedPaths, AutoCloseable {
             }
         }
         return null;
+    }
+
+    /** The walk's directory listings, so the raw engine need not list the directories again. */
+    @Override
+    public void shareWith(Pointer ctx) {
+        if (walk != null) {
+            BfoNative.bfo_walk_share(walk, ctx);
+        }
     }
 
     private void start(Path dir) {
