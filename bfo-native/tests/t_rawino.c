@@ -413,19 +413,46 @@ static void reuse_hook(void *arg, uint32_t nfiles)
 	}
 }
 
+/* Arm reuse_hook on a (whose inode number goes to b's new version) and b,
+ * files of r->dir. */
+static void reuse_arm(struct reuse *r, char *a, char *b)
+{
+	struct stat st;
+
+	r->a = a;
+	r->b = b;
+	r->tmp = t_path(r->dir, ".tmp");
+	T_ASSERT(stat(r->a, &st) == 0, "stat %s", r->a);
+	r->old_ino = st.st_ino;
+	bfo_test_hooks.arg = r;
+	bfo_test_hooks.after_hint = reuse_hook;
+}
+
+/* After the batch: a (res[ia]) holds its new version, never b's bytes; b
+ * (res[ib]) a version of itself.  Skips when the hook got no reuse. */
+static void reuse_check(const struct reuse *r, const struct t_result *res, size_t ia, size_t ib)
+{
+	bfo_test_hooks.after_hint = NULL;
+	T_ASSERT(r->hooks > 0, "the hook did not run");
+	if (!r->reused)
+		t_skip("no new file got the freed inode number");
+	check_version(&res[ia], 0, r->a);
+	T_ASSERT(res[ia].status != 0 || strncmp((const char *)res[ia].data, "file 0 version 1", 16) == 0,
+		 "%s: not its new version", r->a);
+	check_version(&res[ib], 1, r->b);
+}
+
 static void reuse(const char *mnt)
 {
 	struct reuse r = { .dir = t_path(mnt, "reuse") };
 	uint8_t buf[32 << 10];
 	char *p[2 + NPAD];
-	struct stat st;
 
 	mkdir_or_fail(r.dir, 0);
-	r.a = p[0] = t_path(r.dir, "a");
-	r.b = p[1] = t_path(r.dir, "b");
-	r.tmp = t_path(r.dir, ".tmp");
-	t_write_bytes(r.a, buf, version_bytes(0, 0, buf, sizeof(buf)));
-	t_write_bytes(r.b, buf, version_bytes(1, 0, buf, sizeof(buf)));
+	p[0] = t_path(r.dir, "a");
+	p[1] = t_path(r.dir, "b");
+	t_write_bytes(p[0], buf, version_bytes(0, 0, buf, sizeof(buf)));
+	t_write_bytes(p[1], buf, version_bytes(1, 0, buf, sizeof(buf)));
 	for (int i = 0; i < NPAD; i++) {     /* read too: a window large enough for raw inodes */
 		char name[32];
 
@@ -433,12 +460,9 @@ static void reuse(const char *mnt)
 		p[2 + i] = t_path(r.dir, name);
 		t_write_bytes(p[2 + i], "x", 1);
 	}
-	T_ASSERT(stat(r.a, &st) == 0, "stat");
-	r.old_ino = st.st_ino;
 	T_ASSERT(t_drop_caches(), "drop_caches refused");
 	quiet();
-	bfo_test_hooks.arg = &r;
-	bfo_test_hooks.after_hint = reuse_hook;
+	reuse_arm(&r, p[0], p[1]);
 
 	struct bfo_opts o;
 	struct bfo_stats st2;
@@ -447,14 +471,7 @@ static void reuse(const char *mnt)
 	bfo_opts_init(&o);
 	o.engine = BFO_ENGINE_RAW;
 	t_batch(&o, p, 2 + NPAD, res, &st2);
-	bfo_test_hooks.after_hint = NULL;
-	T_ASSERT(r.hooks > 0, "the hook did not run");
-	if (!r.reused)
-		t_skip("no new file got the freed inode number");
-	check_version(&res[0], 0, r.a);
-	check_version(&res[1], 1, r.b);
-	T_ASSERT(res[0].status != 0 || strncmp((const char *)res[0].data, "file 0 version 1", 16) == 0,
-		 "a: not its new version");
+	reuse_check(&r, res, 0, 1);
 	for (size_t i = 2; i < 2 + NPAD; i++)
 		t_expect_plain(res, p, i, "reuse, untouched");
 	t_results_free(res, 2 + NPAD);
@@ -502,15 +519,9 @@ static void cached(const char *mnt)
 
 	/* The second window's "a" and "b", changed after the first window's
 	 * listing (its after_hint hook), before the second window uses it. */
-	r.a = p[NC1];
-	r.b = p[NC1 + 1];
-	r.tmp = t_path(r.dir, ".tmp");
-	T_ASSERT(stat(r.a, &st) == 0, "stat");
-	r.old_ino = st.st_ino;
 	T_ASSERT(t_drop_caches(), "drop_caches refused");
 	quiet();
-	bfo_test_hooks.arg = &r;
-	bfo_test_hooks.after_hint = reuse_hook;
+	reuse_arm(&r, p[NC1], p[NC1 + 1]);
 
 	struct bfo_opts o;
 	struct t_result *res = t_results_new(NC1 + NC2);
@@ -518,15 +529,8 @@ static void cached(const char *mnt)
 	bfo_opts_init(&o);
 	o.engine = BFO_ENGINE_RAW;
 	t_batch(&o, p, NC1 + NC2, res, &bs);
-	bfo_test_hooks.after_hint = NULL;
 	T_ASSERT(r.hooks > 1, "one window: nothing shared");
-	if (!r.reused)
-		t_skip("no new file got the freed inode number");
-	/* file NC1's new version is version 1 of file 0 (reuse_hook's) */
-	check_version(&res[NC1], 0, r.a);
-	T_ASSERT(res[NC1].status != 0 || strncmp((const char *)res[NC1].data, "file 0 version 1", 16) == 0,
-		 "%s: not its new version", r.a);
-	check_version(&res[NC1 + 1], 1, r.b);
+	reuse_check(&r, res, NC1, NC1 + 1);
 	for (size_t i = 0; i < NC1 + NC2; i++)
 		if (i != NC1 && i != NC1 + 1)
 			t_expect_plain(res, p, i, "cached, untouched");
@@ -581,8 +585,7 @@ static void shared(const char *mnt)
 	struct t_result *res;
 	struct bfo_stats st;
 	struct bfo_ctx *ctx;
-	size_t n, ia = 0, ib = 0;
-	struct stat sb;
+	size_t n, ia = NC2 + 5, ib = NC2 + 6;   /* in the second window */
 
 	mkdir_or_fail(r.dir, 0);
 	for (int i = 0; i < NC1 + NC2; i++) {
@@ -614,25 +617,11 @@ static void shared(const char *mnt)
 	T_ASSERT(t_drop_caches(), "drop_caches refused");
 	ctx = small_windows_ctx();
 	n = walk_paths(r.dir, ctx, true, p, NC1 + NC2);
-	r.a = p[NC2 + 5];
-	r.b = p[NC2 + 6];
-	r.tmp = t_path(r.dir, ".tmp");
-	T_ASSERT(stat(r.a, &sb) == 0, "stat");
-	r.old_ino = sb.st_ino;
-	bfo_test_hooks.arg = &r;
-	bfo_test_hooks.after_hint = reuse_hook;
+	reuse_arm(&r, p[ia], p[ib]);
 	res = t_results_new(n);
 	t_batch_ctx(ctx, p, n, res, &st, 0);
-	bfo_test_hooks.after_hint = NULL;
 	bfo_ctx_destroy(ctx);
-	if (!r.reused)
-		t_skip("no new file got the freed inode number");
-	ia = NC2 + 5;
-	ib = NC2 + 6;
-	check_version(&res[ia], 0, r.a);
-	T_ASSERT(res[ia].status != 0 || strncmp((const char *)res[ia].data, "file 0 version 1", 16) == 0,
-		 "%s: not its new version", r.a);
-	check_version(&res[ib], 1, r.b);
+	reuse_check(&r, res, ia, ib);
 	for (size_t i = 0; i < n; i++)
 		if (i != ia && i != ib)
 			t_expect_plain(res, p, i, "shared, untouched");
