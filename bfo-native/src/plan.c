@@ -753,9 +753,10 @@ void plan_window(struct bfo_ctx *ctx, struct window *w)
 	}
 }
 
-/* Phase 1 of w is done: hand it to the dispatcher. */
 static void next_hinting_locked(struct bfo_ctx *ctx);
 
+/* Phase 1 of w is done: hand it to the dispatcher (and the next window
+ * waiting for its phase 0 to the pool). */
 static void phase1_done(struct bfo_ctx *ctx, struct window *w)
 {
 	TRACE("w%u phase1 done n=%u", w->serial, w->n);
