@@ -19,16 +19,13 @@
  * a file written in between has a new inode, which the check after its
  * data read sees; one written before has its data on the device.
  */
-#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/sysmacros.h>
-#include <time.h>
+#include <stdint.h>
 #include <unistd.h>
 
 #define XXH_INLINE_ALL
@@ -42,14 +39,10 @@
 #include "plan.h"
 
 #define DENSITY    512u          /* directory bytes one wanted file pays for */
-#define DENTS_BUF  (32u << 10)
 
 struct hint_state {
 	struct bfo_ctx *ctx;
 	struct window *w;
-	uint32_t *slots;             /* open addressing: entry index + 1, 0 empty */
-	uint32_t nslots, tsize;      /* allocated; in use by this directory's table */
-	char *dents;
 	uint32_t hcap;               /* allocated window->hdirs */
 };
 
@@ -105,39 +98,6 @@ static uint32_t group_of(const struct window *w, struct dgroup *g, uint32_t *ng,
 		if (x->hash == h && x->len == len && memcmp(w->e[x->entry].path, p, len) == 0)
 			return t[i];
 	}
-}
-
-static uint64_t name_hash(const char *name, size_t len)
-{
-	return XXH3_64bits(name, len);
-}
-
-/* Index the basenames of entries idx[0..k) (duplicates kept). */
-static bool build_table(struct hint_state *s, const uint32_t *idx, uint32_t k)
-{
-	uint32_t n = 16;
-
-	while (n < 2 * k)
-		n *= 2;
-	if (n > s->nslots) {
-		uint32_t *p = realloc(s->slots, n * sizeof(*p));
-
-		if (!p)
-			return false;
-		s->slots = p;
-		s->nslots = n;
-	}
-	s->tsize = n;
-	memset(s->slots, 0, n * sizeof(*s->slots));
-	for (uint32_t i = 0; i < k; i++) {
-		const char *name = base_name(s->w->e[idx[i]].path);
-		uint32_t h = (uint32_t)name_hash(name, strlen(name)) & (n - 1);
-
-		while (s->slots[h])
-			h = (h + 1) & (n - 1);
-		s->slots[h] = idx[i] + 1;
-	}
-	return true;
 }
 
 static _Atomic uint64_t epochs;
@@ -202,20 +162,6 @@ static void hint_entry(struct hint_state *s, struct entry *e, uint64_t ino, cons
 	e->hinted = true;
 }
 
-/* Every entry of the table named name gets the listing's inode. */
-static void hint_name(struct hint_state *s, const char *name, uint64_t ino, const struct dirlist_rec *rec)
-{
-	size_t len = strlen(name);
-	uint32_t n = s->tsize;
-
-	for (uint32_t h = (uint32_t)name_hash(name, len) & (n - 1); s->slots[h]; h = (h + 1) & (n - 1)) {
-		struct entry *e = &s->w->e[s->slots[h] - 1];
-
-		if (strcmp(base_name(e->path), name) == 0)
-			hint_entry(s, e, ino, rec);
-	}
-}
-
 /* Note di as a file system of the window (synced by dirhint_sync); false
  * when the window has too many. */
 static bool note_dev(struct window *w, struct devinfo *di)
@@ -275,28 +221,24 @@ static void hint_from(struct hint_state *s, const uint32_t *idx, uint32_t k, siz
 	s->w->nhdirs++;
 }
 
-/* A directory too large for the batch's listings: listed for the window's
- * files only, streaming, from the start of fd. */
+/* A directory too large for the batch's listings: listed again for the
+ * window's files only, from the start of fd. */
 static void hint_streaming(struct hint_state *s, int fd, const uint32_t *idx, uint32_t k, size_t len,
-			   const struct dirlist_rec *rec)
+			   const char *dir, const struct dirlist_rec *rec)
 {
-	if (lseek(fd, 0, SEEK_SET) != 0 || !build_table(s, idx, k) || !add_hdir(s, idx[0], len, rec) ||
-	    !note_dev(s->w, rec->di))
-		return;
-	for (;;) {
-		long n = syscall(SYS_getdents64, fd, s->dents, DENTS_BUF);
+	struct dirlist_builder b;
+	struct dirlist *want, *l = NULL;
 
-		if (n <= 0)
-			break;
-		for (long off = 0; off < n;) {
-			const struct linux_dirent64 *d = (const void *)(s->dents + off);
-
-			off += d->d_reclen;
-			if (d->d_type == DT_REG)
-				hint_name(s, d->d_name, d->d_ino, rec);
-		}
-	}
-	s->w->nhdirs++;
+	dirlist_begin(&b, dir, rec, SIZE_MAX);
+	for (uint32_t i = 0; i < k; i++)
+		dirlist_add(&b, base_name(s->w->e[idx[i]].path), 1);
+	want = dirlist_end(&b);
+	if (want && lseek(fd, 0, SEEK_SET) == 0)
+		l = dirlist_make(fd, dir, rec, SIZE_MAX, want);
+	if (l)
+		hint_from(s, idx, k, len, l);
+	dirlist_free(l);
+	dirlist_free(want);
 }
 
 /*
@@ -337,9 +279,9 @@ static void hint_dir(struct hint_state *s, const uint32_t *idx, uint32_t k)
 	dirlist_rec_from(&rec, &st);
 	if (!hintable(s->ctx, &rec, dir))
 		goto out;
-	own = dirlist_make(fd, dir, &rec, dircache_room(dc));
+	own = dirlist_make(fd, dir, &rec, dircache_room(dc), NULL);
 	if (!own) {
-		hint_streaming(s, fd, idx, k, len, &rec);
+		hint_streaming(s, fd, idx, k, len, dir, &rec);
 		goto out;
 	}
 	hint_from(s, idx, k, len, own);
@@ -433,15 +375,12 @@ void dirhint_window(struct bfo_ctx *ctx, struct window *w)
 	uint32_t *idx = malloc((size_t)w->n * sizeof(*idx)), ng = 0;
 	struct dgroup *g = NULL;
 
-	s.dents = malloc(DENTS_BUF);
-	if (!idx || !s.dents || !group_dirs(w, idx, &g, &ng))
+	if (!idx || !group_dirs(w, idx, &g, &ng))
 		goto out;
 	for (uint32_t k = 0; k < ng; k++)
 		hint_dir(&s, idx + g[k].next, g[k].count);
 	prefetch(w);
 out:
-	free(s.slots);
-	free(s.dents);
 	free(idx);
 	free(g);
 }

@@ -152,13 +152,16 @@ struct dirlist *dirlist_end(struct dirlist_builder *b)
 	return l;
 }
 
-struct dirlist *dirlist_make(int fd, const char *path, const struct dirlist_rec *rec, size_t max_bytes)
+struct dirlist *dirlist_make(int fd, const char *path, const struct dirlist_rec *rec, size_t max_bytes,
+			     const struct dirlist *only)
 {
 	struct dirlist_builder b;
 	char *dents = malloc(DENTS_BUF);
 
+	if (!dents)
+		return NULL;
 	dirlist_begin(&b, path, rec, max_bytes);
-	while (b.l && dents) {
+	while (b.l) {
 		long n = syscall(SYS_getdents64, fd, dents, DENTS_BUF);
 
 		if (n < 0) {
@@ -171,15 +174,11 @@ struct dirlist *dirlist_make(int fd, const char *path, const struct dirlist_rec 
 			const struct linux_dirent64 *d = (const void *)(dents + off);
 
 			off += d->d_reclen;
-			if (d->d_type == DT_REG)
+			if (d->d_type == DT_REG && (!only || dirlist_find(only, d->d_name)))
 				dirlist_add(&b, d->d_name, d->d_ino);
 		}
 	}
 	free(dents);
-	if (!dents) {
-		dirlist_free(b.l);
-		return NULL;
-	}
 	return dirlist_end(&b);
 }
 

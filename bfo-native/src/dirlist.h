@@ -78,11 +78,13 @@ bool dirlist_quiet(const struct stat *st);
 void dirlist_rec_from(struct dirlist_rec *rec, const struct stat *st);
 /*
  * List the directory open as fd (getdents64 from its start): regular
- * files only.  NULL when out of memory, on a listing error, or when the
- * listing would take more than max_bytes (the fd's offset is then left
- * anywhere: rewind it before listing again).
+ * files only and, when only is not NULL, only the names it holds (a
+ * listing for one window's files).  NULL when out of memory, on a listing
+ * error, or when the listing would take more than max_bytes (the fd's
+ * offset is then left anywhere: rewind it before listing again).
  */
-struct dirlist *dirlist_make(int fd, const char *path, const struct dirlist_rec *rec, size_t max_bytes);
+struct dirlist *dirlist_make(int fd, const char *path, const struct dirlist_rec *rec, size_t max_bytes,
+			     const struct dirlist *only);
 
 /* A listing made from entries read elsewhere (the tree walk's readdir):
  * begin, add each regular file, end (NULL when out of memory or past

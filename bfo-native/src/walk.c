@@ -202,7 +202,6 @@ static void read_dir(struct walk *w, char *dir)
 		return;
 	}
 	struct dirlist_builder lb = { 0 };
-
 	bool whole = false;        /* read to its end */
 
 	if (w->lists_on)
