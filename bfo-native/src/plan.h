@@ -121,11 +121,11 @@ struct ptask;
  * costs a syncfs per file system, which waits for any dirty data on it. */
 #define DIRHINT_MIN_FILES 128u
 
+struct dirlist;
+
 /* A directory listed for a window's files (dirhint.c): as it was before
  * the listing; unchanged later, the names it gave still name the same
  * inodes. */
-struct dirlist;
-
 struct hdir {
 	uint32_t entry, len;       /* its path: the first len bytes of entry's path */
 	uint64_t dev, ino;
