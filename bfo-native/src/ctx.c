@@ -26,7 +26,10 @@
 
 /* Windows planned ahead of the one being read.  Two keeps the metadata
  * phase of the next window running while the current one is read, without
- * holding many windows of paths and extents. */
+ * holding many windows of paths and extents.  The small windows of the
+ * slow start count by their files: while all windows formed hold fewer
+ * than window_files, another may form (a tree's 4th window waited for its
+ * 1st and 2nd, 2,560 files, to be read). */
 #define BFO_LOOKAHEAD 2
 
 /*
@@ -416,7 +419,8 @@ void ctx_feed_planner_locked(struct bfo_ctx *ctx)
 			return;
 		if (n < want && ctx->bstate != B_FINISHED && ctx->cut_count == 0)
 			return;
-		if (ctx->nplanning + ctx->nplanned + ctx->nactive > BFO_LOOKAHEAD)
+		if (ctx->nplanning + ctx->nplanned + ctx->nactive > BFO_LOOKAHEAD &&
+		    ctx->files_ahead >= ctx->o.window_files)
 			return;
 		if (ctx->res_count > 4 * (size_t)ctx->o.window_files)
 			return;
@@ -433,12 +437,7 @@ void ctx_feed_planner_locked(struct bfo_ctx *ctx)
 		w = window_alloc((uint32_t)n, len);
 		if (!w)
 			return;  /* retried on the next submit, wait or dispatch */
-		memcpy(w->paths, p, len);
-		w->paths_len = len;
-		for (i = 0, len = 0; i < n; i++) {
-			w->e[i].path = w->paths + len;
-			len += strlen(w->paths + len) + 1;
-		}
+		window_take_paths(w, p, len);
 		ctx->in_pos += len;
 		ctx->in_count -= n;
 		ctx->cut_count = ctx->cut_count > n ? ctx->cut_count - n : 0;
@@ -451,6 +450,7 @@ void ctx_feed_planner_locked(struct bfo_ctx *ctx)
 		w->refs = 1;
 		ctx->next_window_files = MIN(ctx->next_window_files * 4, ctx->o.window_files);
 		ctx->nplanning++;
+		ctx->files_ahead += n;
 		ctx->st.windows++;
 		ctx_update_phase_times_locked(ctx);
 		TRACE("w%u formed n=%u", w->serial, w->n);

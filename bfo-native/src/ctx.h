@@ -55,6 +55,7 @@ struct bfo_ctx {
 	uint64_t cut_count;        /* of those, planned now even below a window (bfo_read_flush) */
 	uint32_t serial;
 	unsigned nplanning;
+	uint64_t files_ahead;      /* in windows formed and not yet retired */
 	/* Windows listing their directories and reading their inodes from
 	 * the device go one at a time, in order (plan.c): a later window's
 	 * inode-table reads would otherwise delay the earlier one's. */

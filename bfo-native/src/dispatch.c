@@ -746,6 +746,7 @@ static void retire_locked(struct disp *d, struct window *w)
 	if (d->tail == w)
 		d->tail = prev;
 	ctx->nactive--;
+	ctx->files_ahead -= w->n;
 	TRACE("w%u retired", w->serial);
 	for (uint32_t gi = 0; gi < w->ngroups; gi++) {
 		if (w->groups[gi].chunk) {

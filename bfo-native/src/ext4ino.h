@@ -63,6 +63,7 @@ struct ext4ino_buf {
 	uint8_t *data;
 	uint64_t off;
 	uint32_t len;
+	uint64_t upto;             /* 0, or the highest inode number the reader wants next */
 };
 void ext4ino_buf_start(struct ext4ino_buf *b);
 

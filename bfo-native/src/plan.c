@@ -39,6 +39,7 @@ struct ptask {
 	struct bfo_ctx *ctx;
 	struct window *w;
 	uint32_t first, count;
+	size_t path_off;           /* of its first file's path in w->paths */
 	struct fext *ext;
 	uint32_t next, cap;
 	struct ext4ino_buf ibuf;   /* inode-table bytes (hinted files) */
@@ -765,6 +766,7 @@ static void phase1_done(struct bfo_ctx *ctx, struct window *w)
 	if (w->hint_task.fn)
 		next_hinting_locked(ctx);
 	if (ctx->bstate == B_STOPPING) {
+		ctx->files_ahead -= w->n;
 		ctx_window_put_locked(ctx, w);  /* never published: frees it */
 	} else {
 		if (ctx->planned_tail)
@@ -783,12 +785,19 @@ static void phase1_done(struct bfo_ctx *ctx, struct window *w)
 	pthread_mutex_unlock(&ctx->lock);
 }
 
+static void task_paths(struct window *w, const struct ptask *t);
+
 static void phase1_task(struct pool_task *pt)
 {
 	struct ptask *t = (struct ptask *)pt;
 	struct window *w = t->w;
 
+	if (!w->hint_task.fn)
+		task_paths(w, t);
 	ext4ino_buf_start(&t->ibuf);
+	for (uint32_t i = t->first; i < t->first + t->count; i++)
+		if (w->e[i].hinted)
+			t->ibuf.upto = MAX(t->ibuf.upto, w->e[i].ino);
 	for (uint32_t i = t->first; i < t->first + t->count; i++)
 		phase1_file(t, &w->e[i]);
 	if (atomic_fetch_sub(&w->tasks_left, 1) == 1) {
@@ -806,8 +815,6 @@ static void push_phase1(struct bfo_ctx *ctx, struct window *w)
 		t->task.fn = phase1_task;
 		t->ctx = ctx;
 		t->w = w;
-		t->first = i * TASK_FILES;
-		t->count = MIN(TASK_FILES, w->n - t->first);
 		pool_push(&ctx->pool, &t->task);
 	}
 }
@@ -817,6 +824,8 @@ static void phase0_task(struct pool_task *pt)
 	struct window *w = (struct window *)((char *)pt - offsetof(struct window, hint_task));
 	struct bfo_ctx *ctx = w->ctx;
 
+	for (uint32_t k = 0; k < w->ntasks; k++)
+		task_paths(w, &w->tasks[k]);
 	dirhint_window(ctx, w);
 	if (bfo_trace_start) {
 		uint32_t hinted = 0;
@@ -873,6 +882,43 @@ static void next_hinting_locked(struct bfo_ctx *ctx)
 		ctx->hint_wait_tail = NULL;
 	w->next = NULL;
 	pool_push(&ctx->pool, &w->hint_task);
+}
+
+/*
+ * The window's paths, copied from the caller's buffer (len bytes, w->n
+ * paths).  Called under the context's lock: only the copy and each task's
+ * first path are done here; the entries' path pointers are set by the
+ * pool (task_paths), whose threads then take the page faults of a
+ * window's entries (11 MiB for 56,000 files, 10 ms) instead of the lock
+ * holder, on whom the dispatcher and the caller wait.
+ */
+void window_take_paths(struct window *w, const char *paths, size_t len)
+{
+	size_t off = 0;
+
+	memcpy(w->paths, paths, len);
+	w->paths_len = len;
+	for (uint32_t i = 0; i < w->n; i++) {
+		if (i % TASK_FILES == 0) {
+			struct ptask *t = &w->tasks[i / TASK_FILES];
+
+			t->first = i;
+			t->count = MIN(TASK_FILES, w->n - i);
+			t->path_off = off;
+		}
+		off += strlen(w->paths + off) + 1;
+	}
+}
+
+/* The path pointers of t's entries (window_take_paths). */
+static void task_paths(struct window *w, const struct ptask *t)
+{
+	size_t off = t->path_off;
+
+	for (uint32_t i = t->first; i < t->first + t->count; i++) {
+		w->e[i].path = w->paths + off;
+		off += strlen(w->paths + off) + 1;
+	}
 }
 
 struct window *window_alloc(uint32_t n, size_t paths_len)

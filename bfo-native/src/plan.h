@@ -179,6 +179,7 @@ struct window {
 };
 
 struct window *window_alloc(uint32_t n, size_t paths_len);
+void window_take_paths(struct window *w, const char *paths, size_t len);
 void plan_start_window(struct bfo_ctx *ctx, struct window *w);
 void plan_window(struct bfo_ctx *ctx, struct window *w);
 void window_free(struct window *w);
