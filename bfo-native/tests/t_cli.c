@@ -385,6 +385,27 @@ int main(void)
 		check_read(argv, want, "read --checksum with small knobs");
 	}
 
+	/* files named around a walk, the queue smaller than the walk's
+	 * buffer: single paths and the walk's packed ones, each once, in turn */
+	{
+		char *argv[] = { (char *)bfo, "read", "--checksum", "--window-files", "8",
+				 files[0], dir, files[1], dir, NULL };
+		char **all = calloc((size_t)(2 * nfiles + 2), sizeof(*all));
+		char *w;
+		int k = 0;
+
+		all[k++] = files[0];
+		for (int i = 0; i < nfiles; i++)
+			all[k++] = files[i];
+		all[k++] = files[1];
+		for (int i = 0; i < nfiles; i++)
+			all[k++] = files[i];
+		w = xxh128sum_of(all, k);
+		check_read(argv, w, "read --checksum FILE DIR FILE DIR, 16 paths queued at most");
+		free(w);
+		free(all);
+	}
+
 	{
 		char *slash = t_pathf("%s/", dir);
 		char *argv[] = { (char *)bfo, "read", "--checksum", slash, NULL };

@@ -198,6 +198,8 @@ static void take_paths(struct reader *r)
 	}
 	r->npaths = r->pos = 0;
 	while (!r->input_done && r->npaths < SUBMIT_CHUNK) {
+		if (r->npaths && r->in.walk)
+			break;   /* the rest of the walk goes packed (feed) */
 		char *p = input_next(&r->in);
 
 		if (!p) {
@@ -215,8 +217,25 @@ static bool feed(struct reader *r)
 	bool progressed = false;
 
 	while (!r->finished && !interrupted) {
-		if (r->pos == r->npaths)
+		if (r->pos == r->npaths) {
+			size_t len;
+			const char *buf = input_packed(&r->in, &len);
+
+			if (buf) {
+				long ret = bfo_read_submit_packed(r->ctx, buf, len);
+
+				if (ret < 0) {
+					fprintf(stderr, "bfo: submit: %s\n", bfo_strerror((int)ret));
+					break;
+				}
+				input_taken(&r->in, (size_t)ret);
+				progressed |= ret > 0;
+				if ((size_t)ret < len)
+					break;   /* queue full: consume results first */
+				continue;
+			}
 			take_paths(r);
+		}
 		if (r->pos < r->npaths) {
 			int ret = bfo_read_submit(r->ctx, (const char *const *)r->paths + r->pos,
 						  r->npaths - r->pos);

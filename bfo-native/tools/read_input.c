@@ -166,6 +166,21 @@ char *input_next(struct read_input *in)
 	}
 }
 
+const char *input_packed(struct read_input *in, size_t *len)
+{
+	if (in->walk && in->buf_pos == in->buf_len && !walk_refill(in))
+		walk_stop(in);
+	if (!in->walk || in->buf_pos >= in->buf_len)
+		return NULL;
+	*len = in->buf_len - in->buf_pos;
+	return in->buf + in->buf_pos;
+}
+
+void input_taken(struct read_input *in, size_t bytes)
+{
+	in->buf_pos += bytes;
+}
+
 void input_end(struct read_input *in)
 {
 	if (in->walk)
