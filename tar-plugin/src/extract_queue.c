@@ -100,7 +100,14 @@ void write_out(struct wfile **q, unsigned n)
 		}
 	}
 	if (e && m) {
-		int r = bfo_fdwrite(e, m, 0);
+		/* pwrite() in a loop, not io_uring: tar's files are buffered, and
+		 * ext4 cannot write a page-cache write without blocking, so
+		 * io_uring hands every one to a worker thread (0.98 CPU-s for
+		 * 120,000 files of 3.5 KB against 0.47 s for the same writes by
+		 * tar) on a machine whose cores tar's own creates and the
+		 * writeback already fill: tar -x + sync of that set took 2.8-3.2 s
+		 * instead of 3.3-3.6 s (plain tar 4.3-4.7 s). */
+		int r = bfo_fdwrite(e, m, BFO_FDWRITE_PORTABLE);
 
 		for (unsigned i = 0, k = 0; i < n && k < m; i++) {
 			struct wfile *w = q[i];
