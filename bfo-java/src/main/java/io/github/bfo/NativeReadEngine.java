@@ -25,6 +25,13 @@ final class NativeReadEngine implements BatchFileReader.Impl {
     /** Path bytes packed per bfo_read_submit_packed, at most (grows for one longer path). */
     static final int PATH_BUF = 256 << 10;
     /**
+     * Bytes of paths in a batch's first submission; each next one may take twice as
+     * many, up to PATH_BUF. The library forms its first window (512 files) from the
+     * first submission, and before the JIT has compiled the packing loop, packing a
+     * whole PATH_BUF (10,000 paths of a tree) took 10-20 ms, all before the first read.
+     */
+    static final int FIRST_SUBMIT = 16 << 10;
+    /**
      * Wait timeout: none. bfo_read_cancel (from close()) wakes a waiting
      * thread, and a wait only happens when something is in flight or the
      * batch is finished. (Before libbfo's condition variable waited on
@@ -418,7 +425,7 @@ final class NativeReadEngine implements BatchFileReader.Impl {
                     packChunks();
                 }
                 // pack, in the input's order (a path that did not fit waits in the stash)
-                while (src != null && (stash != null || !srcDone) && pathLen < PATH_BUF
+                while (src != null && (stash != null || !srcDone) && pathLen < packLimit
                         && ring[(int) (packed & mask)] == null) {
                     Path p;
                     byte[] b;
@@ -470,6 +477,7 @@ final class NativeReadEngine implements BatchFileReader.Impl {
                 }
                 long r = BfoNative.bfo_read_submit_packed(c, pathPtr, pathLen);
                 started = true;
+                packLimit = Math.min(PATH_BUF, packLimit * 2);
                 if (r == -Errno.ECANCELED) {
                     dropPending();
                     stopped = true;
@@ -487,10 +495,11 @@ final class NativeReadEngine implements BatchFileReader.Impl {
 
         private Path stash;
         private byte[] stashBytes;
+        private int packLimit = FIRST_SUBMIT;   // bytes packed before the next submission
 
         /** fill()'s packing for packedSrc: whole paths copied as they are. */
         private void packChunks() {
-            while (!srcDone && pathLen < PATH_BUF && ring[(int) (packed & mask)] == null) {
+            while (!srcDone && pathLen < packLimit && ring[(int) (packed & mask)] == null) {
                 if (chunk == null || chunkPos >= chunk.length()) {
                     chunk = packedSrc.nextChunk();
                     chunkPos = 0;
