@@ -335,29 +335,46 @@ static bool submit_uring_file(struct disp *d, struct window *w, uint32_t ei)
 
 	if (!u->nslot_free || u->ops_busy == u->nops)
 		return false;
-	/* The open and its linked read must go to the kernel together. */
-	if (io_uring_sq_space_left(&u->ring) < 2)
-		io_uring_submit(&u->ring);
 	slot = u->slot_free[--u->nslot_free];
 	u->slots_dirty = true;
 	op = op_get(u, OP_FILE, w, ei, slot);
 	sqe = get_sqe(u);
 	/* An occupied slot is replaced by the open (the previous file is
-	 * closed then), which saves a close per file. */
+	 * closed then), which saves a close per file.  The read follows once
+	 * the open completed (queue_opened_reads). */
 	io_uring_prep_openat_direct(sqe, AT_FDCWD, e->path,
 				    O_RDONLY | O_NONBLOCK | O_NOCTTY | (d->nofollow ? O_NOFOLLOW : 0),
 				    0, slot);
-	sqe->flags |= IOSQE_IO_LINK | (u->skip_success ? IOSQE_CQE_SKIP_SUCCESS : 0);
 	sqe->user_data = (op + 1) | UD_OPEN;
-	sqe = get_sqe(u);
-	io_uring_prep_read(sqe, (int)slot,
-			   chunk_ptr(d->ctx, group_chunk(w, e)) + e->buf_off,
-			   (unsigned)(e->size + 1), 0);
-	sqe->flags |= IOSQE_FIXED_FILE;
-	sqe->user_data = op + 1;
 	stat_add(&d->ctx->st.ios, 1);
 	stat_add(&d->ctx->st.device_bytes, e->size);
 	return true;
+}
+
+/*
+ * The reads of the files whose opens completed in the last set of
+ * completions, queued together: they reach the kernel in one submission,
+ * whose block plug merges the reads of files adjacent on the device (in
+ * physical order, most of a dense tree's).  Linked behind each open, as
+ * they were, every read was issued on its own when its open completed:
+ * 101,256 device reads for the 100,000 files of the 4k set.
+ */
+static void queue_opened_reads(struct disp *d)
+{
+	struct uring_state *u = d->u;
+
+	for (unsigned k = 0; k < u->nopened; k++) {
+		struct op *op = &u->ops[u->opened[k]];
+		struct entry *e = &op->w->e[op->idx];
+		struct io_uring_sqe *sqe = get_sqe(u);
+
+		io_uring_prep_read(sqe, (int)op->res,
+				   chunk_ptr(d->ctx, group_chunk(op->w, e)) + e->buf_off,
+				   (unsigned)(e->size + 1), 0);
+		sqe->flags |= IOSQE_FIXED_FILE;
+		sqe->user_data = u->opened[k] + 1;
+	}
+	u->nopened = 0;
 }
 
 static void uring_file_done(struct disp *d, struct op *op, int res)
@@ -405,14 +422,10 @@ static void reap_one(struct disp *d, struct io_uring_cqe *cqe)
 
 		if (cqe->res < 0) {
 			u->ops[i].open_err = cqe->res;
-			/* A failed head with CQE_SKIP_SUCCESS takes the CQEs
-			 * of the links it cancels with it: no read CQE will
-			 * come, so the file is done now.  Without the skip the
-			 * read's -ECANCELED follows and finishes it. */
-			if (u->skip_success) {
-				uring_file_done(d, &u->ops[i], -ECANCELED);
-				op_put(u, i);
-			}
+			uring_file_done(d, &u->ops[i], cqe->res);
+			op_put(u, i);
+		} else {
+			u->opened[u->nopened++] = i;
 		}
 		return;
 	}
@@ -449,6 +462,7 @@ static void reap(struct disp *d)
 			reap_one(d, cqes[k]);
 		io_uring_cq_advance(&d->u->ring, n);
 	}
+	queue_opened_reads(d);
 }
 
 /* ---------------------------------------------------------- pool reads */

@@ -33,6 +33,7 @@ void uring_free(struct uring_state *u)
 	io_uring_queue_exit(&u->ring);
 	free(u->ops);
 	free(u->slot_free);
+	free(u->opened);
 	free(u->rbuf_free);
 	free(u->rbuf);
 	free(u);
@@ -96,7 +97,8 @@ struct uring_state *uring_create(unsigned qd, char *why, size_t len)
 	u->nops = qd;
 	u->ops = calloc(u->nops, sizeof(*u->ops));
 	u->slot_free = malloc(u->nslots * sizeof(*u->slot_free));
-	if (!u->ops || !u->slot_free) {
+	u->opened = malloc(u->nops * sizeof(*u->opened));
+	if (!u->ops || !u->slot_free || !u->opened) {
 		snprintf(why, len, "out of memory");
 		goto fail;
 	}

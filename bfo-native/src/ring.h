@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The read dispatcher's io_uring: the ring, its operations in flight (a
- * raw region read, or a file's open and linked read, found again by the
+ * raw region read, or a file's open and then its read, found again by the
  * user_data of their completions), the direct-descriptor slots the opens
  * go to, and the region buffers.  Only the dispatcher thread touches it
  * (dispatch.c); it creates the ring, so the ring can be SINGLE_ISSUER.
@@ -44,6 +44,8 @@ struct uring_state {
 	uint32_t op_free;
 	uint32_t *slot_free;
 	unsigned nslots, nslot_free;
+	uint32_t *opened;       /* ops whose open completed, read not yet queued (nops) */
+	unsigned nopened;
 	bool slots_dirty;
 	uint8_t *rbuf;
 	size_t rbuf_size;
