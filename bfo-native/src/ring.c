@@ -83,7 +83,6 @@ struct uring_state *uring_create(unsigned qd, char *why, size_t len)
 		goto fail;
 	}
 	io_uring_free_probe(probe);
-	u->skip_success = p.features & IORING_FEAT_CQE_SKIP;
 	/* The direct-descriptor table may not exceed RLIMIT_NOFILE. */
 	u->nslots = qd;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&

@@ -37,7 +37,6 @@ struct op {
 
 struct uring_state {
 	struct io_uring ring;
-	bool skip_success;
 	bool evfd_armed;
 	struct op *ops;
 	unsigned nops, ops_busy;
