@@ -425,19 +425,15 @@ void ctx_feed_planner_locked(struct bfo_ctx *ctx)
 		if (ctx->res_count > 4 * (size_t)ctx->o.window_files)
 			return;
 
-		const char *p = ctx->in_buf + ctx->in_pos;
-		size_t len = 0;
-		uint64_t i;
-		struct window *w;
-
-		for (i = 0; i < n; i++)
-			len += strlen(p + len) + 1;
 		/* Everything the window needs up to its plan is allocated here,
 		 * so a window once formed always delivers all its entries. */
-		w = window_alloc((uint32_t)n, len);
-		if (!w)
+		struct window *w = window_alloc((uint32_t)n);
+		size_t len = w ? window_take_paths(w, ctx->in_buf + ctx->in_pos) : 0;
+
+		if (!len) {
+			window_free(w);
 			return;  /* retried on the next submit, wait or dispatch */
-		window_take_paths(w, p, len);
+		}
 		ctx->in_pos += len;
 		ctx->in_count -= n;
 		ctx->cut_count = ctx->cut_count > n ? ctx->cut_count - n : 0;

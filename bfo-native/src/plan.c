@@ -885,19 +885,18 @@ static void next_hinting_locked(struct bfo_ctx *ctx)
 }
 
 /*
- * The window's paths, copied from the caller's buffer (len bytes, w->n
- * paths).  Called under the context's lock: only the copy and each task's
- * first path are done here; the entries' path pointers are set by the
- * pool (task_paths), whose threads then take the page faults of a
- * window's entries (11 MiB for 56,000 files, 10 ms) instead of the lock
- * holder, on whom the dispatcher and the caller wait.
+ * The window's w->n paths, copied from the caller's buffer (NUL-terminated,
+ * end to end): their bytes, or 0 when out of memory.  Called under the
+ * context's lock: only the copy and each task's first path are done here;
+ * the entries' path pointers are set by the pool (task_paths), whose
+ * threads then take the page faults of a window's entries (11 MiB for
+ * 56,000 files, 10 ms) instead of the lock holder, on whom the dispatcher
+ * and the caller wait.
  */
-void window_take_paths(struct window *w, const char *paths, size_t len)
+size_t window_take_paths(struct window *w, const char *paths)
 {
 	size_t off = 0;
 
-	memcpy(w->paths, paths, len);
-	w->paths_len = len;
 	for (uint32_t i = 0; i < w->n; i++) {
 		if (i % TASK_FILES == 0) {
 			struct ptask *t = &w->tasks[i / TASK_FILES];
@@ -906,8 +905,14 @@ void window_take_paths(struct window *w, const char *paths, size_t len)
 			t->count = MIN(TASK_FILES, w->n - i);
 			t->path_off = off;
 		}
-		off += strlen(w->paths + off) + 1;
+		off += strlen(paths + off) + 1;
 	}
+	w->paths = malloc(off);
+	if (!w->paths)
+		return 0;
+	memcpy(w->paths, paths, off);
+	w->paths_len = off;
+	return off;
 }
 
 /* The path pointers of t's entries (window_take_paths). */
@@ -921,7 +926,7 @@ static void task_paths(struct window *w, const struct ptask *t)
 	}
 }
 
-struct window *window_alloc(uint32_t n, size_t paths_len)
+struct window *window_alloc(uint32_t n)
 {
 	struct window *w = calloc(1, sizeof(*w));
 
@@ -929,11 +934,10 @@ struct window *window_alloc(uint32_t n, size_t paths_len)
 		return NULL;
 	w->n = n;
 	w->ntasks = (n + TASK_FILES - 1) / TASK_FILES;
-	w->paths = malloc(paths_len ? paths_len : 1);
 	w->e = calloc(n ? n : 1, sizeof(*w->e));
 	w->early = malloc((n ? n : 1) * sizeof(*w->early));
 	w->tasks = calloc(w->ntasks ? w->ntasks : 1, sizeof(*w->tasks));
-	if (!w->paths || !w->e || !w->early || !w->tasks) {
+	if (!w->e || !w->early || !w->tasks) {
 		window_free(w);
 		return NULL;
 	}

@@ -178,8 +178,8 @@ struct window {
 	struct window *next;
 };
 
-struct window *window_alloc(uint32_t n, size_t paths_len);
-void window_take_paths(struct window *w, const char *paths, size_t len);
+struct window *window_alloc(uint32_t n);
+size_t window_take_paths(struct window *w, const char *paths);
 void plan_start_window(struct bfo_ctx *ctx, struct window *w);
 void plan_window(struct bfo_ctx *ctx, struct window *w);
 void window_free(struct window *w);

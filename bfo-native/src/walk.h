@@ -51,14 +51,14 @@ size_t walk_next(struct walk *w, struct walk_file **files);
  * the rest only counted in walk_end's errors) for the caller to name. */
 #define WALK_MAX_FAILURES 1024
 
-/*
- * Take the oldest directory the walk could not read: stores its path (the
- * caller frees it) and -errno; false when there is none (now).
- */
 /* The listings made so far (WALK_LISTS), as a list the caller owns (through
  * their next pointers; dirlist_free each), or NULL. */
 struct dirlist *walk_take_lists(struct walk *w);
 
+/*
+ * Take the oldest directory the walk could not read: stores its path (the
+ * caller frees it) and -errno; false when there is none (now).
+ */
 bool walk_failure(struct walk *w, char **path, int *status);
 
 /* Entries skipped so far (special files, links to directories...), and
