@@ -42,13 +42,24 @@ struct slow_item {
 	uint32_t ei;
 };
 
+/* A FIFO of files to read per file on the pool (a ring that grows). */
+struct slowq {
+	struct slow_item *q;
+	size_t head, count, cap;
+};
+
 struct disp {
 	struct bfo_ctx *ctx;
 	struct uring_state *u;
 	struct window *tail;     /* last window of ctx->active */
 	unsigned pool_busy, pool_max;
-	struct slow_item *slowq;
-	size_t sq_head, sq_count, sq_cap;
+	/* Per-file reads that need arena space of their own (large files'
+	 * pieces, re-reads that outgrew their buffer), granted in order; and
+	 * re-reads into the buffer their group already holds, which need
+	 * none.  Two queues, because the second kind is what completes the
+	 * groups holding the arena: queued behind a piece waiting for that
+	 * space, it waited for ever (issue 33). */
+	struct slowq memq, inplace;
 	bool nofollow;
 	uint64_t epoch;          /* of the completions being reaped (dirhint_same) */
 	struct ext4ino_buf ibuf; /* inode-table bytes read since they were reaped */
@@ -103,25 +114,52 @@ static struct chunk *group_chunk(struct window *w, const struct entry *e)
 	return e->in_group ? w->groups[e->group].chunk : NULL;
 }
 
-static void slowq_push(struct disp *d, struct window *w, uint32_t ei)
+static bool slowq_add(struct slowq *sq, struct window *w, uint32_t ei)
 {
-	if (d->sq_count == d->sq_cap) {
-		size_t n = d->sq_cap ? d->sq_cap * 2 : 256;
+	if (sq->count == sq->cap) {
+		size_t n = sq->cap ? sq->cap * 2 : 256;
 		struct slow_item *q = malloc(n * sizeof(*q));
 
-		if (!q) {
-			finish_fail(d, w, ei, -ENOMEM);
-			return;
-		}
-		for (size_t i = 0; i < d->sq_count; i++)
-			q[i] = d->slowq[(d->sq_head + i) % d->sq_cap];
-		free(d->slowq);
-		d->slowq = q;
-		d->sq_cap = n;
-		d->sq_head = 0;
+		if (!q)
+			return false;
+		for (size_t i = 0; i < sq->count; i++)
+			q[i] = sq->q[(sq->head + i) % sq->cap];
+		free(sq->q);
+		sq->q = q;
+		sq->cap = n;
+		sq->head = 0;
 	}
-	d->slowq[(d->sq_head + d->sq_count) % d->sq_cap] = (struct slow_item){ w, ei };
-	d->sq_count++;
+	sq->q[(sq->head + sq->count) % sq->cap] = (struct slow_item){ w, ei };
+	sq->count++;
+	return true;
+}
+
+static struct slow_item slowq_take(struct slowq *sq)
+{
+	struct slow_item it = sq->q[sq->head];
+
+	sq->head = (sq->head + 1) % sq->cap;
+	sq->count--;
+	return it;
+}
+
+/* The buffer a whole-file read fills: one byte past the size, whose
+ * arrival shows the file grew; a pseudo file's current capacity. */
+static uint64_t whole_len(const struct entry *e)
+{
+	return e->pseudo ? e->pcap : e->size + 1;
+}
+
+/* Does a per-file read of e fit the buffer its group holds for it? */
+static bool reads_in_place(struct window *w, const struct entry *e)
+{
+	return e->route != R_PIECES && group_chunk(w, e) && whole_len(e) <= e->cap;
+}
+
+static void slowq_push(struct disp *d, struct window *w, uint32_t ei)
+{
+	if (!slowq_add(reads_in_place(w, &w->e[ei]) ? &d->inplace : &d->memq, w, ei))
+		finish_fail(d, w, ei, -ENOMEM);
 }
 
 /* Read e again per file, on the pool, with the metadata it has now. */
@@ -140,13 +178,6 @@ static void requeue(struct disp *d, struct window *w, uint32_t ei)
 	e->engine = BFO_ENGINE_PORTABLE;
 	e->piece_off = 0;
 	slowq_push(d, w, ei);
-}
-
-/* The buffer a whole-file read fills: one byte past the size, whose
- * arrival shows the file grew; a pseudo file's current capacity. */
-static uint64_t whole_len(const struct entry *e)
-{
-	return e->pseudo ? e->pcap : e->size + 1;
 }
 
 /* A pseudo file filled its buffer: read it again into a larger one (its
@@ -570,42 +601,53 @@ static struct chunk *reserve(struct disp *d, uint64_t len)
 	return c;
 }
 
+/* One per-file read on the pool, into c (its own chunk) or, when c is NULL,
+ * into the buffer its group holds for it. */
+static void submit_one(struct disp *d, struct slow_item it, struct chunk *c, uint64_t off,
+		       uint64_t len)
+{
+	struct entry *e = &it.w->e[it.ei];
+	bool piece = e->route == R_PIECES;
+	struct fjob *j = job_new(d, it.w, piece ? FJ_PIECE : FJ_WHOLE);
+
+	if (!j) {
+		if (c)
+			arena_put_locked_wrap(d->ctx, c);
+		finish_fail(d, it.w, it.ei, -ENOMEM);
+		return;
+	}
+	job_add(j, it.ei, c ? chunk_ptr(d->ctx, c) : chunk_ptr(d->ctx, group_chunk(it.w, e)) + e->buf_off,
+		off, len, c);
+	job_submit(d, j);
+}
+
 /*
- * Re-reads and large-file pieces.  A re-read that still fits the buffer its
- * group holds for it uses that buffer; anything else gets a chunk of its
- * own.  Returns false when it waits for arena space.
+ * Re-reads and large-file pieces.  Re-reads into their group's buffer go
+ * first and never wait for memory: they complete the groups that hold the
+ * arena.  The rest get chunks of their own, in order.  Returns false when
+ * that order waits for arena space.
  */
 static bool submit_slow(struct disp *d)
 {
 	const struct bfo_opts *o = &d->ctx->o;
 
-	while (d->sq_count && d->pool_busy < d->pool_max) {
-		struct slow_item it = d->slowq[d->sq_head];
+	while (d->inplace.count && d->pool_busy < d->pool_max) {
+		struct slow_item it = slowq_take(&d->inplace);
+
+		submit_one(d, it, NULL, 0, whole_len(&it.w->e[it.ei]));
+	}
+	while (d->memq.count && d->pool_busy < d->pool_max) {
+		struct slow_item it = d->memq.q[d->memq.head];
 		struct entry *e = &it.w->e[it.ei];
 		bool piece = e->route == R_PIECES;
 		uint64_t off = piece ? e->piece_off : 0;
 		uint64_t len = piece ? MIN(o->large_file, e->size - off) : whole_len(e);
-		bool in_place = !piece && e->in_group && group_chunk(it.w, e) && len <= e->cap;
-		struct chunk *c = NULL;
-		struct fjob *j;
+		struct chunk *c = reserve(d, len);
 
-		if (!in_place) {
-			c = reserve(d, len);
-			if (!c)
-				return false;
-		}
-		d->sq_head = (d->sq_head + 1) % d->sq_cap;
-		d->sq_count--;
-		j = job_new(d, it.w, piece ? FJ_PIECE : FJ_WHOLE);
-		if (!j) {
-			if (c)
-				arena_put_locked_wrap(d->ctx, c);
-			finish_fail(d, it.w, it.ei, -ENOMEM);
-			continue;
-		}
-		job_add(j, it.ei, c ? chunk_ptr(d->ctx, c) : chunk_ptr(d->ctx, group_chunk(it.w, e)) + e->buf_off,
-			off, len, c);
-		job_submit(d, j);
+		if (!c)
+			return false;
+		slowq_take(&d->memq);
+		submit_one(d, it, c, off, len);
 	}
 	return true;
 }
@@ -720,31 +762,41 @@ static void submit_work(struct disp *d)
 
 /*
  * Last resort against a stall: the dispatcher waits for memory, nothing is
- * in flight and the caller holds nothing, so only the dispatcher's own
- * groups hold the arena, each waiting for a file queued behind the
- * allocation.  That file changed size since it was planned, or is a pseudo
- * file that outgrew its buffer (the only ways a group's file needs memory
- * of its own): it fails with -ESTALE, or -ENOBUFS.
+ * in flight, nothing can be read in place and the caller holds nothing,
+ * so only the dispatcher's own groups hold the arena, each waiting for a
+ * file queued for memory of its own.  Such a file changed size since it
+ * was planned, or is a pseudo file that outgrew its buffer (the only ways
+ * a group's file needs memory of its own): the first one fails, with
+ * -ESTALE or -ENOBUFS, and its group can complete.  Files of no group
+ * (large files' pieces) only wait: the groups' completion frees memory
+ * for them.
  */
 static void break_stall(struct disp *d)
 {
 	struct bfo_ctx *ctx = d->ctx;
+	struct slowq *q = &d->memq;
 	bool stalled;
 
 	pthread_mutex_lock(&ctx->lock);
 	stalled = ctx->disp_blocked && ctx->tickets_out == 0 && ctx->res_count == 0;
 	pthread_mutex_unlock(&ctx->lock);
-	if (!stalled || !d->sq_count || d->pool_busy || (d->u && d->u->ops_busy))
+	if (!stalled || d->inplace.count || d->pool_busy || (d->u && d->u->ops_busy))
 		return;
-	struct slow_item it = d->slowq[d->sq_head];
+	for (size_t k = 0; k < q->count; k++) {
+		struct slow_item it = q->q[(q->head + k) % q->cap];
 
-	if (!it.w->e[it.ei].retries)
+		if (!it.w->e[it.ei].in_group)
+			continue;
+		/* Out of the ring, the items before it keep their order. */
+		for (size_t i = k; i > 0; i--)
+			q->q[(q->head + i) % q->cap] = q->q[(q->head + i - 1) % q->cap];
+		q->head = (q->head + 1) % q->cap;
+		q->count--;
+		/* A pseudo file never changed: it wanted a larger buffer
+		 * than the arena could give now. */
+		finish_fail(d, it.w, it.ei, it.w->e[it.ei].pseudo ? -ENOBUFS : -ESTALE);
 		return;
-	d->sq_head = (d->sq_head + 1) % d->sq_cap;
-	d->sq_count--;
-	/* A pseudo file never changed: it wanted a larger buffer than the
-	 * arena could give now. */
-	finish_fail(d, it.w, it.ei, it.w->e[it.ei].pseudo ? -ENOBUFS : -ESTALE);
+	}
 }
 
 /* ---------------------------------------------------------- windows */
@@ -782,7 +834,7 @@ static void retire_finished(struct disp *d, bool stopping)
 		    bfo_test_hooks.hold_retire(bfo_test_hooks.arg);
 
 	if (idle)
-		d->sq_head = d->sq_count = 0;
+		d->memq.count = d->inplace.count = 0;
 	pthread_mutex_lock(&ctx->lock);
 	for (struct window *w = ctx->active, *n; w; w = n) {
 		n = w->next;
@@ -943,6 +995,7 @@ void *dispatcher_main(void *arg)
 		}
 	}
 	uring_free(d.u);
-	free(d.slowq);
+	free(d.memq.q);
+	free(d.inplace.q);
 	return NULL;
 }
