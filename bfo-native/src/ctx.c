@@ -216,9 +216,11 @@ BFO_API int bfo_ctx_create(struct bfo_ctx **out, const struct bfo_opts *opts)
 	ret = arena_init(&ctx->arena, ctx->o.arena_bytes);
 	if (ret)
 		goto fail_evfd;
+	sysstate_init(&ctx->sys);
 	devcache_init(&ctx->devs, ctx->o.engine == BFO_ENGINE_AUTO ||
-				   ctx->o.engine == BFO_ENGINE_RAW);
+				   ctx->o.engine == BFO_ENGINE_RAW, &ctx->sys);
 	dircache_init(&ctx->dirs);
+	ctx->pool.sys = &ctx->sys;
 	ret = pool_start(&ctx->pool, ctx->o.threads);
 	if (ret)
 		goto fail_arena;
@@ -247,6 +249,7 @@ fail_pool:
 fail_arena:
 	dircache_fini(&ctx->dirs);
 	devcache_fini(&ctx->devs);
+	sysstate_fini(&ctx->sys);
 	arena_fini(&ctx->arena);
 fail_evfd:
 	close(ctx->evfd);
@@ -277,12 +280,20 @@ BFO_API int bfo_ctx_describe(struct bfo_ctx *ctx, char *buf, size_t len)
 			used += (size_t)k;
 	}
 	pthread_mutex_unlock(&ctx->devs.lock);
-	return snprintf(buf, len, "engine %s; io_uring %s%s%s; threads %u; arena %llu MiB%s",
+	pthread_mutex_lock(&ctx->lock);
+	bool rawino_no = atomic_load(&ctx->sys.creds_gen) && !ctx->sys.rawino_ok;
+	char why[sizeof(ctx->sys.rawino_why)];
+
+	snprintf(why, sizeof(why), "%s", ctx->sys.rawino_why);
+	pthread_mutex_unlock(&ctx->lock);
+	return snprintf(buf, len, "engine %s; io_uring %s%s%s; threads %u; arena %llu MiB%s%s%s",
 			bfo_engine_name((int)ctx->o.engine),
 			ctx->u ? "available" : "unavailable",
 			ctx->u ? "" : ": ", ctx->u ? "" : ctx->uring_why,
 			ctx->o.threads,
-			(unsigned long long)(ctx->o.arena_bytes >> 20), devs);
+			(unsigned long long)(ctx->o.arena_bytes >> 20), devs,
+			rawino_no ? "; this batch takes no file from inode tables: " : "",
+			rawino_no ? why : "");
 }
 
 /* ------------------------------------------------------------ tickets */
@@ -535,8 +546,33 @@ void ctx_push_result_locked(struct bfo_ctx *ctx, struct window *w, uint32_t ei,
 
 /* ------------------------------------------------------------ the API */
 
+/* The system state for a batch (sysstate.h), taken once before it
+ * starts, in the caller's thread: when listings are handed over ahead of
+ * it, or at its first submit.  The context is idle: no window is in
+ * flight, so devices can be probed again from scratch. */
+static void sys_refresh_locked(struct bfo_ctx *ctx)
+{
+	int saved = errno;       /* the caller's errno is left as it was */
+
+	if (ctx->sys_fresh)
+		return;
+	ctx->sys_fresh = true;
+	if (sysstate_batch(&ctx->sys))
+		devcache_reset(&ctx->devs);
+	errno = saved;
+}
+
+void ctx_prepare_next_batch(struct bfo_ctx *ctx)
+{
+	pthread_mutex_lock(&ctx->lock);
+	if (ctx->bstate == B_IDLE)
+		sys_refresh_locked(ctx);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
 static void batch_begin_locked(struct bfo_ctx *ctx)
 {
+	sys_refresh_locked(ctx);
 	memset(&ctx->st, 0, sizeof(ctx->st));
 	memset(ctx->bytes_by_engine, 0, sizeof(ctx->bytes_by_engine));
 	ctx->next_index = 0;
@@ -559,6 +595,7 @@ static void batch_end_locked(struct bfo_ctx *ctx)
 		ctx->st.ns_data += now - ctx->t_data_since;
 	ctx->t_meta_since = ctx->t_data_since = 0;
 	ctx->bstate = B_IDLE;
+	ctx->sys_fresh = false;
 	/* Listings serve one batch (and those shared before it began): none
 	 * of its windows is in planning now. */
 	dircache_clear(&ctx->dirs);
@@ -954,6 +991,7 @@ BFO_API void bfo_ctx_destroy(struct bfo_ctx *ctx)
 	pthread_mutex_unlock(&ctx->lock);
 	dircache_fini(&ctx->dirs);
 	devcache_fini(&ctx->devs);
+	sysstate_fini(&ctx->sys);
 	arena_fini(&ctx->arena);
 	close(ctx->evfd);
 	free(ctx->in_buf);

@@ -15,6 +15,7 @@
 #include "dirlist.h"
 #include "plan.h"
 #include "pool.h"
+#include "sysstate.h"
 
 enum batch_state { B_IDLE = 0, B_ACTIVE, B_FINISHED, B_STOPPING };
 
@@ -38,6 +39,8 @@ struct bfo_ctx {
 	bool dispatcher_started;
 	struct pool pool;
 	struct arena arena;
+	struct sysstate sys;       /* what the system lets the batch do, per batch */
+	bool sys_fresh;            /* taken for the batch in progress or the next one */
 	struct devcache devs;
 	struct dircache dirs;      /* the batch's directory listings (raw engine) */
 	struct uring_state *u;     /* NULL: no io_uring (portable only) */
@@ -92,5 +95,8 @@ void ctx_push_result_locked(struct bfo_ctx *ctx, struct window *w, uint32_t ei,
 			    uint64_t offset, uint64_t length, bool last);
 void ctx_window_put_locked(struct bfo_ctx *ctx, struct window *w);
 void ctx_update_phase_times_locked(struct bfo_ctx *ctx);
+/* Before listings are handed to an idle context for its next batch: the
+ * system state that batch will run with (sysstate.h). */
+void ctx_prepare_next_batch(struct bfo_ctx *ctx);
 
 #endif

@@ -2,8 +2,9 @@
 /*
  * What each file system (by st_dev) allows: raw reads need ext2/3/4 or XFS,
  * a block device node the process can open with O_DIRECT, data that lives
- * where FIEMAP says (not ext4 data=journal, not an XFS realtime device).
- * Looked up once per device and kept for the context's life.
+ * where FIEMAP says (not ext4 journalling data, not an XFS realtime
+ * device).  Looked up once per device and kept until a batch starts after
+ * the mount table changed (sysstate.h): then every device is probed again.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +22,7 @@
 #include "common.h"
 #include "devinfo.h"
 #include "ext4ino.h"
+#include "sysstate.h"
 
 #ifndef XFS_SUPER_MAGIC
 #define XFS_SUPER_MAGIC 0x58465342
@@ -61,18 +63,20 @@ static bool fs_sizes_true(unsigned long type)
 	       type == TMPFS_MAGIC;
 }
 
-void devcache_init(struct devcache *dc, bool want_raw)
+void devcache_init(struct devcache *dc, bool want_raw, struct sysstate *sys)
 {
 	pthread_mutex_init(&dc->lock, NULL);
 	dc->list = NULL;
 	dc->want_raw = want_raw;
+	dc->sys = sys;
 }
 
-void devcache_fini(struct devcache *dc)
+void devcache_reset(struct devcache *dc)
 {
-	struct devinfo *d = dc->list, *n;
+	struct devinfo *d, *n;
 
-	for (; d; d = n) {
+	pthread_mutex_lock(&dc->lock);
+	for (d = dc->list; d; d = n) {
 		n = d->next;
 		if (d->raw_fd >= 0)
 			close(d->raw_fd);
@@ -80,6 +84,12 @@ void devcache_fini(struct devcache *dc)
 		free(d);
 	}
 	dc->list = NULL;
+	pthread_mutex_unlock(&dc->lock);
+}
+
+void devcache_fini(struct devcache *dc)
+{
+	devcache_reset(dc);
 	pthread_mutex_destroy(&dc->lock);
 }
 
@@ -157,6 +167,39 @@ static bool has_opt(const char *opts, const char *opt)
 	return false;
 }
 
+/*
+ * Does this ext4 journal file data?  data=journal in the mount's options,
+ * or no data= option there and journal_data among the super-block's
+ * default mount options (tune2fs -o journal_data), which mountinfo does
+ * not show.  The newest data of a file may then be in the journal, not
+ * where FIEMAP and the inode point.  Unknown (super-block unreadable):
+ * true.
+ */
+static bool ext4_journals_data(int fd, const char *opts)
+{
+	void *buf;
+	bool journal = true;
+
+	if (has_opt(opts, "data=journal"))
+		return true;
+	if (has_opt(opts, "data=ordered") || has_opt(opts, "data=writeback"))
+		return false;
+	if (posix_memalign(&buf, 4096, 4096))
+		return true;
+	/* s_magic at 0x38, s_default_mount_opts at 0x100 of the super-block
+	 * (1024 bytes in); EXT3_DEFM_JMODE 0x60, _DATA 0x20. */
+	if (pread(fd, buf, 4096, 0) == 4096) {
+		const uint8_t *sb = (const uint8_t *)buf + 1024;
+		uint32_t magic = sb[0x38] | sb[0x39] << 8;
+		uint32_t defm = sb[0x100] | sb[0x101] << 8 | (uint32_t)sb[0x102] << 16 |
+				(uint32_t)sb[0x103] << 24;
+
+		journal = magic != 0xEF53 || (defm & 0x60) == 0x20;
+	}
+	free(buf);
+	return journal;
+}
+
 static int open_device(unsigned maj, unsigned min, char *name, size_t len)
 {
 	char path[128], buf[512];
@@ -185,7 +228,7 @@ static int open_device(unsigned maj, unsigned min, char *name, size_t len)
 	return fd >= 0 ? fd : -errno;
 }
 
-static void devinfo_probe(struct devinfo *d, const char *path, bool want_raw)
+static void devinfo_probe(struct devinfo *d, const char *path, bool want_raw, struct sysstate *sys)
 {
 	unsigned maj = (unsigned)(d->dev >> 32), min = (unsigned)d->dev;
 	char opts[1024] = "", name[300] = "";
@@ -213,18 +256,15 @@ static void devinfo_probe(struct devinfo *d, const char *path, bool want_raw)
 		snprintf(d->why, sizeof(d->why), "file system is not ext2/3/4 or XFS");
 		return;
 	}
-	if (mount_opts(maj, min, opts, sizeof(opts))) {
-		/* data=journal: the newest data may sit in the journal, not
-		 * where FIEMAP points.  rtdev: XFS realtime files live on
-		 * another device than the one FIEMAP offsets refer to. */
-		if (d->fs == FS_EXT4 && has_opt(opts, "data=journal")) {
-			snprintf(d->why, sizeof(d->why), "ext4 mounted with data=journal");
-			return;
-		}
-		if (d->fs == FS_XFS && has_opt(opts, "rtdev")) {
-			snprintf(d->why, sizeof(d->why), "XFS with a realtime device");
-			return;
-		}
+	if (!mount_opts(maj, min, opts, sizeof(opts))) {
+		snprintf(d->why, sizeof(d->why), "mount options unknown (/proc/self/mountinfo)");
+		return;
+	}
+	/* rtdev: XFS realtime files live on another device than the one
+	 * FIEMAP offsets refer to. */
+	if (d->fs == FS_XFS && has_opt(opts, "rtdev")) {
+		snprintf(d->why, sizeof(d->why), "XFS with a realtime device");
+		return;
 	}
 	fd = open_device(maj, min, name, sizeof(name));
 	if (fd < 0) {
@@ -247,12 +287,18 @@ static void devinfo_probe(struct devinfo *d, const char *path, bool want_raw)
 		close(fd);
 		return;
 	}
+	if (d->fs == FS_EXT4 && ext4_journals_data(fd, opts)) {
+		snprintf(d->why, sizeof(d->why), "ext4 journals file data (data=journal)");
+		close(fd);
+		return;
+	}
 	d->lbs = (uint32_t)lbs;
 	d->devsize = size;
 	d->raw_fd = fd;
 	snprintf(d->why, sizeof(d->why), "%.150s", name);
 	if (d->fs == FS_EXT4)
-		d->ext4 = ext4ino_open(name, size, d->ext4_why, sizeof(d->ext4_why));
+		d->ext4 = ext4ino_open(fd, size, sysstate_mount_gen(sys), d->ext4_why,
+				       sizeof(d->ext4_why));
 }
 
 struct devinfo *devcache_get(struct devcache *dc, uint64_t dev, const char *path)
@@ -266,7 +312,7 @@ struct devinfo *devcache_get(struct devcache *dc, uint64_t dev, const char *path
 	d = calloc(1, sizeof(*d));
 	if (d) {
 		d->dev = dev;
-		devinfo_probe(d, path, dc->want_raw);
+		devinfo_probe(d, path, dc->want_raw, dc->sys);
 		d->next = dc->list;
 		dc->list = d;
 	}

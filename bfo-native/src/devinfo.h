@@ -25,13 +25,19 @@ struct devinfo {
 	struct devinfo *next;
 };
 
+struct sysstate;
+
 struct devcache {
 	pthread_mutex_t lock;
 	struct devinfo *list;
 	bool want_raw;           /* the engine may use raw reads at all */
+	struct sysstate *sys;    /* the context's (mount generation) */
 };
 
-void devcache_init(struct devcache *dc, bool want_raw);
+void devcache_init(struct devcache *dc, bool want_raw, struct sysstate *sys);
+/* Forget every device (probed again when next met): only while no window
+ * of the context is in flight. */
+void devcache_reset(struct devcache *dc);
 void devcache_fini(struct devcache *dc);
 struct devinfo *devcache_get(struct devcache *dc, uint64_t dev, const char *path);
 

@@ -195,13 +195,17 @@ bool dirhint_sync(struct window *w)
 	return ok;
 }
 
-/* May the files of a directory listed as rec (at path) be hinted: on an
- * ext4 read raw, not holding a file mounted over.  Sets rec->di. */
-static bool hintable(struct bfo_ctx *ctx, struct dirlist_rec *rec, const char *path)
+/* May the files of a directory listed as rec (at path) be hinted: the
+ * batch's caller may bypass opens (sysstate.h), on an ext4 read raw, not
+ * holding a file mounted over by the mount table of generation gen.  Sets
+ * rec->di. */
+static bool hintable(struct bfo_ctx *ctx, struct dirlist_rec *rec, const char *path, uint64_t gen)
 {
+	if (!ctx->sys.rawino_ok)
+		return false;
 	rec->di = devcache_get(&ctx->devs, rec->dev, path);
 	return rec->di && rec->di->ext4 && rec->di->raw_fd >= 0 &&
-	       !ext4ino_dir_excluded(rec->di->ext4, rec->dev, rec->ino);
+	       !ext4ino_dir_excluded(rec->di->ext4, gen, rec->dev, rec->ino);
 }
 
 /* The window's files idx[0..k) of directory dir (the first len bytes of
@@ -277,7 +281,7 @@ static void hint_dir(struct hint_state *s, const uint32_t *idx, uint32_t k)
 	if (fstat(fd, &st) < 0 || (uint64_t)k * DENSITY < (uint64_t)st.st_size || !dirlist_quiet(&st))
 		goto out;
 	dirlist_rec_from(&rec, &st);
-	if (!hintable(s->ctx, &rec, dir))
+	if (!hintable(s->ctx, &rec, dir, s->w->mount_gen))
 		goto out;
 	own = dirlist_make(fd, dir, &rec, dircache_room(dc), NULL);
 	if (!own) {
@@ -294,13 +298,16 @@ out:
 unsigned dirhint_adopt(struct bfo_ctx *ctx, struct dirlist *lists)
 {
 	unsigned taken = 0;
+	uint64_t gen;
 
+	ctx_prepare_next_batch(ctx);
+	gen = sysstate_mount_gen(&ctx->sys);
 	while (lists) {
 		struct dirlist *l = lists;
 
 		lists = l->next;
 		l->next = NULL;
-		if (ctx->devs.want_raw && hintable(ctx, &l->rec, l->path) && dircache_put(&ctx->dirs, l))
+		if (ctx->devs.want_raw && hintable(ctx, &l->rec, l->path, gen) && dircache_put(&ctx->dirs, l))
 			taken++;
 		else
 			dirlist_free(l);
@@ -372,8 +379,13 @@ static bool group_dirs(const struct window *w, uint32_t *idx, struct dgroup **gr
 void dirhint_window(struct bfo_ctx *ctx, struct window *w)
 {
 	struct hint_state s = { .ctx = ctx, .w = w };
-	uint32_t *idx = malloc((size_t)w->n * sizeof(*idx)), ng = 0;
+	uint32_t *idx, ng = 0;
 	struct dgroup *g = NULL;
+
+	/* Before any listing: a mount made after this is seen by the check
+	 * after the data (dispatch.c), one made before by the exclusions. */
+	w->mount_gen = sysstate_mount_gen(&ctx->sys);
+	idx = malloc((size_t)w->n * sizeof(*idx));
 
 	if (!idx || !group_dirs(w, idx, &g, &ng))
 		goto out;

@@ -62,6 +62,8 @@ struct disp {
 	struct slowq memq, inplace;
 	bool nofollow;
 	uint64_t epoch;          /* of the completions being reaped (dirhint_same) */
+	uint64_t mount_gen;      /* of the mount table after they completed */
+	unsigned creds_seen;     /* sysstate_adopt_creds */
 	struct ext4ino_buf ibuf; /* inode-table bytes read since they were reaped */
 };
 
@@ -225,11 +227,13 @@ static void verify_and_deliver(struct disp *d, struct window *w, uint32_t ei, co
 	if (e->rawino) {
 		/* The inode is read again: unchanged, and its directory too
 		 * (the name still names it), the bytes read are the file's
-		 * (ext4ino.c).  The inode unchanged in a changed directory:
-		 * the name is checked as on the VFS path, below. */
+		 * (ext4ino.c).  The inode unchanged in a changed directory,
+		 * or after a change of the mount table since the listing (a
+		 * file mounted over the name now): the name is checked as on
+		 * the VFS path, below. */
 		bool same = !w->unsynced && ext4ino_same(e->di->ext4, &d->ibuf, e->ino, &e->rawsum);
 
-		if (same && dirhint_same(w, e, d->epoch)) {
+		if (same && d->mount_gen == w->mount_gen && dirhint_same(w, e, d->epoch)) {
 			deliver(d, w, ei, group_chunk(w, e), data, 0, e->size, true);
 			return;
 		}
@@ -488,6 +492,7 @@ static void reap(struct disp *d)
 
 	while ((n = io_uring_peek_batch_cqe(&d->u->ring, cqes, REAP_BATCH)) > 0) {
 		d->epoch = dirhint_epoch();
+		d->mount_gen = sysstate_mount_gen(&d->ctx->sys);
 		ext4ino_buf_start(&d->ibuf);
 		for (unsigned k = 0; k < n; k++)
 			reap_one(d, cqes[k]);
@@ -659,7 +664,10 @@ static void group_prepare(struct disp *d, struct window *w, struct group *g)
 	TRACE("w%u group %u reserved", w->serial, (unsigned)(g - w->groups));
 	uint8_t *base = chunk_ptr(d->ctx, g->chunk);
 
-	ext4ino_buf_start(&d->ibuf);   /* files with nothing to read: checked now */
+	/* Files with nothing to read: checked now, as a set of their own. */
+	ext4ino_buf_start(&d->ibuf);
+	d->epoch = dirhint_epoch();
+	d->mount_gen = sysstate_mount_gen(&d->ctx->sys);
 	for (uint32_t i = g->first; i < g->first + g->count; i++) {
 		uint32_t ei = w->order[i];
 		struct entry *e = &w->e[ei];
@@ -969,6 +977,8 @@ void *dispatcher_main(void *arg)
 		}
 
 		take_jobs(&d, jobs);
+		/* Its io_uring opens run with its credentials. */
+		sysstate_adopt_creds(&ctx->sys, &d.creds_seen);
 		if (!stopping) {
 			submit_work(&d);
 			break_stall(&d);

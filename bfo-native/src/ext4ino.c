@@ -110,6 +110,9 @@ struct ext4ino {
 	uint64_t ngroups, ninodes, devsize;
 	bool csum;
 	uint64_t *itable;        /* byte offset of each group's inode table, 0: unusable */
+	pthread_mutex_t excl_lock;
+	uint64_t excl_gen;       /* mount generation the list was read at */
+	bool excl_ok;            /* false: unreadable or too many, every dir excluded */
 	struct excl excl[EXCL_MAX];
 	unsigned nexcl;
 };
@@ -140,6 +143,7 @@ static bool find_file_mounts(struct ext4ino *x)
 	size_t cap = 0;
 	bool ok = true;
 
+	x->nexcl = 0;
 	if (!f)
 		return false;
 	while (getline(&line, &cap, f) > 0) {
@@ -174,12 +178,24 @@ static bool find_file_mounts(struct ext4ino *x)
 	return ok;
 }
 
-bool ext4ino_dir_excluded(const struct ext4ino *x, uint64_t dev, uint64_t ino)
+bool ext4ino_dir_excluded(struct ext4ino *x, uint64_t mount_gen, uint64_t dev, uint64_t ino)
 {
-	for (unsigned i = 0; i < x->nexcl; i++)
+	bool excluded = false;
+
+	pthread_mutex_lock(&x->excl_lock);
+	if (x->excl_gen != mount_gen) {
+		/* Mounts changed since the list was read: a file may have
+		 * been mounted over a file (or unmounted) since. */
+		x->excl_ok = find_file_mounts(x);
+		x->excl_gen = mount_gen;
+	}
+	if (!x->excl_ok)
+		excluded = true;
+	for (unsigned i = 0; i < x->nexcl && !excluded; i++)
 		if (x->excl[i].dev == dev && x->excl[i].ino == ino)
-			return true;
-	return false;
+			excluded = true;
+	pthread_mutex_unlock(&x->excl_lock);
+	return excluded;
 }
 
 static bool file_says(const char *path, const char *prefix)
@@ -193,19 +209,41 @@ static bool file_says(const char *path, const char *prefix)
 	return n > 0 && strncmp(buf, prefix, strlen(prefix)) == 0;
 }
 
+/* The inode number of the initial user namespace's nsfs file
+ * (PROC_USER_INIT_INO in the kernel's proc_ns.h, fixed since Linux 3.8). */
+#define USER_NS_INIT_INO 0xEFFFFFFDu
+
+/* Is this process in the initial user namespace?  Capabilities held in
+ * any other one (unshare -Ur, a rootless container) let the kernel pass
+ * only files whose owners are mapped into it; the inode tables know
+ * nothing of that, and the unmapped owners read as the overflow uid on
+ * both the directory and the inode, so the owner rule would match. */
+static bool initial_user_ns(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/user", &st) == 0 && st.st_ino == USER_NS_INIT_INO;
+}
+
 /*
  * The VFS path opens every file before its bytes are read from the device,
  * so the kernel's permission checks run; this path opens none.  So only a
- * process those checks would not stop gets it: CAP_DAC_OVERRIDE and
- * CAP_DAC_READ_SEARCH in effect, not confined by AppArmor, not under an
- * enforcing SELinux, no no_new_privs (which Landlock and seccomp sandboxes
- * set).  (A member of the disk group reads the device but not every file.)
+ * process those checks would not stop gets it: in the initial user
+ * namespace, CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH in effect, not
+ * confined by AppArmor, not under an enforcing SELinux, no no_new_privs
+ * (which Landlock and seccomp sandboxes set).  (A member of the disk group
+ * reads the device but not every file.)  Capabilities are a thread's:
+ * this is the calling thread's answer.
  */
 bool ext4ino_may_bypass_open(char *why, size_t why_len)
 {
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct d[2];
 
+	if (!initial_user_ns()) {
+		snprintf(why, why_len, "in a user namespace (or no /proc): files are opened");
+		return false;
+	}
 	if (syscall(SYS_capget, &h, d) < 0 || !(d[0].effective & (1u << CAP_DAC_OVERRIDE)) ||
 	    !(d[0].effective & (1u << CAP_DAC_READ_SEARCH))) {
 		snprintf(why, why_len, "no CAP_DAC_OVERRIDE: files are opened to check permissions");
@@ -262,20 +300,39 @@ static bool geometry(struct ext4ino *x, char *why, size_t why_len)
 	return true;
 }
 
-struct ext4ino *ext4ino_open(const char *devname, uint64_t devsize, char *why, size_t why_len)
+/* Does the super-block libext2fs read belong to the device behind fd?
+ * (libext2fs opened it by a name; the name was fd's own magic link, so
+ * this only proves what that should have made certain.) */
+static bool same_super(const struct ext4ino *x)
+{
+	struct ext2_super_block sb;
+	const struct ext2_super_block *got = x->fs->super;
+
+	return pread(x->fd, &sb, sizeof(sb), SUPERBLOCK_OFFSET) == (ssize_t)sizeof(sb) &&
+	       sb.s_magic == got->s_magic && !memcmp(sb.s_uuid, got->s_uuid, sizeof(sb.s_uuid)) &&
+	       sb.s_blocks_count == got->s_blocks_count && sb.s_inodes_count == got->s_inodes_count &&
+	       sb.s_first_data_block == got->s_first_data_block;
+}
+
+struct ext4ino *ext4ino_open(int dev_fd, uint64_t devsize, uint64_t mount_gen, char *why,
+			     size_t why_len)
 {
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 	snprintf(why, why_len, "raw inodes on a little-endian host only");
 	return NULL;
 #else
 	struct ext4ino *x;
+	struct stat want, st;
+	char name[64];
 	errcode_t rc;
 
-	if (!ext4ino_may_bypass_open(why, why_len))
-		return NULL;
 	pthread_once(&e2_once, e2_load);
 	if (!e2.open2) {
 		snprintf(why, why_len, "%s", e2.why);
+		return NULL;
+	}
+	if (fstat(dev_fd, &want) < 0 || !S_ISBLK(want.st_mode)) {
+		snprintf(why, why_len, "the device descriptor is not a block device");
 		return NULL;
 	}
 	x = calloc(1, sizeof(*x));
@@ -283,34 +340,44 @@ struct ext4ino *ext4ino_open(const char *devname, uint64_t devsize, char *why, s
 		snprintf(why, why_len, "out of memory");
 		return NULL;
 	}
+	pthread_mutex_init(&x->excl_lock, NULL);
 	x->devsize = devsize;
-	x->fd = open(devname, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (x->fd < 0) {
-		snprintf(why, why_len, "%s: %s", devname, strerror(errno));
+	/* The device node whose st_rdev devinfo.c checked, opened again
+	 * buffered through its descriptor's magic link, never by a name
+	 * that could be looked up to something else since. */
+	snprintf(name, sizeof(name), "/proc/self/fd/%d", dev_fd);
+	x->fd = open(name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (x->fd < 0 || fstat(x->fd, &st) < 0 || !S_ISBLK(st.st_mode) || st.st_rdev != want.st_rdev) {
+		snprintf(why, why_len, "cannot open the device again through %s", name);
+		if (x->fd >= 0)
+			close(x->fd);
+		pthread_mutex_destroy(&x->excl_lock);
 		free(x);
 		return NULL;
 	}
 	/* Read only; the group descriptors are read once (their inode-table
 	 * locations never move on a mounted ext4; a group added by an online
 	 * resize after this is beyond ngroups and takes the VFS path). */
-	rc = e2.open2(devname, NULL,
+	snprintf(name, sizeof(name), "/proc/self/fd/%d", x->fd);
+	rc = e2.open2(name, NULL,
 		      EXT2_FLAG_64BITS | EXT2_FLAG_SKIP_MMP | EXT2_FLAG_IGNORE_CSUM_ERRORS, 0, 0,
 		      *e2.unix_io, &x->fs);
 	if (rc) {
-		snprintf(why, why_len, "libext2fs cannot open %s (error %ld)", devname, (long)rc);
-		close(x->fd);
-		free(x);
+		snprintf(why, why_len, "libext2fs cannot open the device (error %ld)", (long)rc);
+		ext4ino_close(x);
+		return NULL;
+	}
+	if (!same_super(x)) {
+		snprintf(why, why_len, "libext2fs read another super-block than the device's");
+		ext4ino_close(x);
 		return NULL;
 	}
 	if (!geometry(x, why, why_len)) {
 		ext4ino_close(x);
 		return NULL;
 	}
-	if (!find_file_mounts(x)) {
-		snprintf(why, why_len, "mount table unreadable, or too many files mounted over files");
-		ext4ino_close(x);
-		return NULL;
-	}
+	x->excl_ok = find_file_mounts(x);
+	x->excl_gen = mount_gen;
 	return x;
 #endif
 }
@@ -322,6 +389,7 @@ void ext4ino_close(struct ext4ino *x)
 	if (x->fs)
 		e2.close_free(&x->fs);
 	close(x->fd);
+	pthread_mutex_destroy(&x->excl_lock);
 	free(x->itable);
 	free(x);
 }
@@ -427,8 +495,11 @@ static void decode_time(uint32_t base, uint32_t extra, bool has_extra, int64_t *
 /* Is the inode a regular file in use, of dir_uid, that we can map? */
 static bool usable(const struct ext4ino *x, const struct ext2_inode_large *in, uint32_t dir_uid)
 {
+	/* Journalled data (chattr +j) may be newest in the journal, not at
+	 * its home blocks, even after a sync: only a checkpoint writes it
+	 * there. */
 	const uint32_t refuse = EXT4_INLINE_DATA_FL | EXT4_ENCRYPT_FL | EXT4_VERITY_FL |
-				EXT4_EA_INODE_FL | EXT2_COMPR_FL;
+				EXT4_EA_INODE_FL | EXT2_COMPR_FL | EXT3_JOURNAL_DATA_FL;
 	const struct ext3_extent_header *h = (const void *)in->i_block;
 	uint32_t uid = in->i_uid | (uint32_t)in->osd2.linux2.l_i_uid_high << 16;
 

@@ -35,12 +35,16 @@ struct ext4ino_sum {
 };
 
 /*
- * Open the ext4 on the block device node devname (mounted: read only,
- * through its page cache).  NULL when it cannot be used, with the reason
- * in why: libext2fs missing, not ext4 with extents, an inode size or block
- * size out of bounds.
+ * Open the ext4 on the block device open on dev_fd (the descriptor whose
+ * identity devinfo.c checked; mounted: read only, through its page cache,
+ * opened again through dev_fd, never by name).  mount_gen: the mount
+ * table's generation now (sysstate.h).  NULL when it cannot be used, with
+ * the reason in why: libext2fs missing, not ext4 with extents, an inode
+ * size or block size out of bounds.  Whether the caller may use it at all
+ * is ext4ino_may_bypass_open's question, asked per batch.
  */
-struct ext4ino *ext4ino_open(const char *devname, uint64_t devsize, char *why, size_t why_len);
+struct ext4ino *ext4ino_open(int dev_fd, uint64_t devsize, uint64_t mount_gen, char *why,
+			     size_t why_len);
 void ext4ino_close(struct ext4ino *x);
 /* May this process read files' inodes without opening them: what the
  * kernel's permission checks would not stop (ext4ino.c says why); false
@@ -49,8 +53,10 @@ bool ext4ino_may_bypass_open(char *why, size_t why_len);
 
 /* Is a directory (its st_dev, st_ino) the parent of a file that another
  * file is mounted over?  Its listing then names a file the path does not
- * reach: its files take the VFS path. */
-bool ext4ino_dir_excluded(const struct ext4ino *x, uint64_t dev, uint64_t ino);
+ * reach: its files take the VFS path.  The list of such mounts is read
+ * again when mount_gen (sysstate_mount_gen) moved since it was read; when
+ * it cannot be read, every directory is. */
+bool ext4ino_dir_excluded(struct ext4ino *x, uint64_t mount_gen, uint64_t dev, uint64_t ino);
 
 /* Ask the kernel to read the inode-table blocks of inodes [lo, hi] ahead. */
 void ext4ino_prefetch(struct ext4ino *x, uint64_t lo, uint64_t hi);

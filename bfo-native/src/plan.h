@@ -153,6 +153,7 @@ struct window {
 	} hint_devs[WINDOW_HINT_DEVS];
 	unsigned nhint_devs;
 	bool unsynced;             /* a sync failed: no bytes read raw from an inode */
+	uint64_t mount_gen;        /* mount table generation of its listings (sysstate.h) */
 	struct ptask *tasks;
 	uint32_t ntasks;
 	atomic_uint tasks_left;

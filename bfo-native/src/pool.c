@@ -11,6 +11,7 @@
 
 #include "common.h"
 #include "pool.h"
+#include "sysstate.h"
 
 /* How much lower than the creating thread the workers run. */
 #define POOL_NICE 10
@@ -18,6 +19,7 @@
 static void *pool_main(void *arg)
 {
 	struct pool *p = arg;
+	unsigned creds_seen = 0;
 
 	/* Pool work (metadata of windows ahead, per-file reads) yields to the
 	 * dispatcher and the caller, which are on the critical path: on two
@@ -46,6 +48,8 @@ static void *pool_main(void *arg)
 		p->queued--;
 		pthread_mutex_unlock(&p->lock);
 		t->next = NULL;
+		if (p->sys)
+			sysstate_adopt_creds(p->sys, &creds_seen);
 		t->fn(t);
 		pthread_mutex_lock(&p->lock);
 	}

@@ -12,6 +12,8 @@ struct pool_task {
 	struct pool_task *next;
 };
 
+struct sysstate;
+
 struct pool {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -22,6 +24,9 @@ struct pool {
 	unsigned idle;          /* waiting for a task */
 	unsigned queued;        /* tasks not yet taken */
 	int nice;               /* the workers' nice value (pool_start's caller + POOL_NICE) */
+	/* Set before pool_start, or NULL: each worker takes the capabilities
+	 * of the batch's caller before its next task (sysstate.h). */
+	struct sysstate *sys;
 	bool stop;
 };
 

@@ -129,28 +129,45 @@ static void rounds(int engine, const char *what)
 	t_log("%s: %d rounds", what, ROUNDS);
 }
 
+static void free_tree(char *dir)
+{
+	for (int i = 0; i < NFILES; i++)
+		free(S.paths[i]);
+	free(dir);
+}
+
 static void run_uring(void *arg)
 {
-	make_tree(t_mkdtemp_in(arg));
+	char *dir = t_mkdtemp_in(arg);
+
+	make_tree(dir);
 	rounds(BFO_ENGINE_URING, "uring");
+	free_tree(dir);
 }
 
 static void run_portable(void *arg)
 {
-	make_tree(t_mkdtemp_in(arg));
+	char *dir = t_mkdtemp_in(arg);
+
+	make_tree(dir);
 	rounds(BFO_ENGINE_PORTABLE, "portable");
+	free_tree(dir);
 }
 
 static void run_raw(void *arg)
 {
 	const char *mnt;
+	char *dir;
 
 	(void)arg;
 	if (!t_is_root())
 		t_skip("raw: needs root for a loop-mounted ext4");
+
 	mnt = t_loop_fs_or_skip("ext4", 128, NULL, NULL);
-	make_tree(t_mkdtemp_in(mnt));
+	dir = t_mkdtemp_in(mnt);
+	make_tree(dir);
 	rounds(BFO_ENGINE_RAW, "raw");
+	free_tree(dir);
 }
 
 int main(void)
