@@ -241,15 +241,21 @@ static void scenario_exit(void *arg)
 {
 	const struct env *v = arg;
 	struct tw_run r;
-	static const char *usage[][5] = {
-		{ NULL }, { "onlyone", NULL }, { "--bogus", "a", "b", NULL },
-		{ "--durability", "sometimes", "a", "b", NULL }, { "--write-engine", "magic", "a", "b", NULL },
+	/* Each usage error names what is wrong (and the accepted values). */
+	static const struct { const char *args[5], *says; } usage[] = {
+		{ { NULL }, "no SRC and DST given\nsee 'bfo cp --help'" },
+		{ { "onlyone", NULL }, "no DST given" },
+		{ { "--bogus", "a", "b", NULL }, "unknown option '--bogus'\nsee 'bfo cp --help'" },
+		{ { "--durability", "sometimes", "a", "b", NULL },
+		  "--durability: invalid value 'sometimes' (batch, none, each)" },
+		{ { "--write-engine", "magic", "a", "b", NULL },
+		  "--write-engine: invalid value 'magic' (auto, stem, batched, uring)" },
 	};
 
 	for (size_t i = 0; i < sizeof(usage) / sizeof(usage[0]); i++) {
-		bfo_cp(&r, (uid_t)-1, usage[i]);
-		TW_CHECK(r.status == 2 && strstr(r.err, "usage"), "usage error %zu (%s ...): exit %d, stderr: %s",
-			 i, usage[i][0] ? usage[i][0] : "no arguments", r.status, r.err);
+		bfo_cp(&r, (uid_t)-1, usage[i].args);
+		TW_CHECK(r.status == 2 && strstr(r.err, usage[i].says), "usage error %zu (%s ...): exit %d, stderr: %s",
+			 i, usage[i].args[0] ? usage[i].args[0] : "no arguments", r.status, r.err);
 		tw_run_free(&r);
 	}
 	char *missing = t_path(v->tmp, "no-such-source"), *dst = t_path(v->tmp, "missing-dst");

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "bfo.h"
+#include "cli_opts.h"
 
 uint64_t cli_now_ns(void)
 {
@@ -63,43 +64,14 @@ void cli_on_signals(void (*handler)(int))
 	sigaction(SIGTERM, &sa, NULL);
 }
 
-int cli_choice(const char *arg, const char *const *names)
+bool cli_write_opt(int opt, int choice, struct bfo_write_opts *wo)
 {
-	for (int i = 0; names[i]; i++)
-		if (!strcmp(arg, names[i]))
-			return i;
-	return -1;
-}
-
-const char *const cli_durabilities[] = {
-	[BFO_DURABILITY_BATCH] = "batch", [BFO_DURABILITY_NONE] = "none",
-	[BFO_DURABILITY_EACH] = "each", NULL,
-};
-const char *const cli_wengines[] = {
-	[BFO_WENGINE_AUTO] = "auto", [BFO_WENGINE_STEM] = "stem",
-	[BFO_WENGINE_BATCHED] = "batched", [BFO_WENGINE_URING] = "uring", NULL,
-};
-
-int cli_write_opt(int opt, const char *arg, struct bfo_write_opts *wo)
-{
-	int i;
-
 	switch (opt) {
-	case 'D':
-		if ((i = cli_choice(arg, cli_durabilities)) < 0)
-			return -1;
-		wo->durability = (uint32_t)i;
-		return 1;
-	case 'f':
-		wo->flags |= BFO_WRITE_REPLACE;
-		return 1;
-	case 'W':
-		if ((i = cli_choice(arg, cli_wengines)) < 0)
-			return -1;
-		wo->engine = (uint32_t)i;
-		return 1;
+	case CO_DURABILITY: wo->durability = (uint32_t)choice; return true;
+	case CO_REPLACE: wo->flags |= BFO_WRITE_REPLACE; return true;
+	case CO_WENGINE: wo->engine = (uint32_t)choice; return true;
 	}
-	return 0;
+	return false;
 }
 
 int cli_size(const char *s, uint64_t min, uint64_t max, uint64_t *out)

@@ -13,9 +13,6 @@
 #define CLI_EXIT_USAGE 2
 #define CLI_EXIT_INTERRUPTED 130
 
-/* The command's usage (bfo.c): on stdout for --help, stderr for errors. */
-void cli_usage(FILE *f);
-
 /* Progress on stderr, at most four times a second, when enabled (by
  * default: when stderr is a terminal): "[what ]N files, X MB, Y MB/s",
  * the rate since init; the final tick clears the line. */
@@ -36,23 +33,10 @@ void cli_on_signals(void (*handler)(int));
 
 struct bfo_write_opts;
 
-/* The writer's options, shared by the subcommands that write:
- * --durability, --replace, --write-engine. */
-#define CLI_WRITE_LONGOPTS                                        \
-	{ "durability", required_argument, 0, 'D' },              \
-	{ "replace", no_argument, 0, 'f' },                       \
-	{ "write-engine", required_argument, 0, 'W' }
-
-/* Apply getopt's opt (one of CLI_WRITE_LONGOPTS' letters) to wo.  Returns
- * 1 when opt was one of them, 0 when not, -1 for a bad value. */
-int cli_write_opt(int opt, const char *arg, struct bfo_write_opts *wo);
-/* Their values' names, indexed by enum bfo_durability / bfo_wengine. */
-extern const char *const cli_durabilities[];
-extern const char *const cli_wengines[];
-
-/* The index of arg in names (NULL-terminated), or -1: a tool's table of
- * names is indexed by the library's enum they stand for. */
-int cli_choice(const char *arg, const char *const *names);
+/* The writer's options (rows CO_DURABILITY, CO_REPLACE, CO_WENGINE of
+ * cli_opts.h) into wo: whether opt was one of them.  choice: the index of
+ * the value word. */
+bool cli_write_opt(int opt, int choice, struct bfo_write_opts *wo);
 
 /* A size with an optional K, M or G suffix (powers of 1024, an optional
  * "iB" or "B" after it) from min to max.  Returns 0, or -1 when s is not

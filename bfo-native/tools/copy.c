@@ -5,7 +5,6 @@
  * recv or bfo send through a remote shell, as rsync runs its own.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -14,14 +13,12 @@
 
 #include "bfo.h"
 #include "cli.h"
+#include "cli_parse.h"
 #include "copy_ui.h"
 #include "remote.h"
 
 struct cp_args {
-	struct bfo_write_opts wo;
-	uint32_t flags;         /* BFO_COPY_* */
-	bool stats;
-	int progress;           /* 1, 0, or -1: when stderr is a terminal */
+	struct copy_args c;
 	char **srcs;
 	unsigned nsrcs;
 	const char *dst;
@@ -29,80 +26,39 @@ struct cp_args {
 	const char *remote_bfo; /* rsync's --rsync-path */
 };
 
-static void help(void)
-{
-	printf("usage: bfo cp [-a] [--durability none|batch|each] [--replace | --update [--checksum]]\n"
-	       "              [--write-engine auto|stem|batched|uring] [--stats] SRC... DST\n"
-	       "       bfo cp [OPTIONS] [-e|--rsh COMMAND] [--remote-bfo PATH] SRC... [USER@]HOST:DST\n"
-	       "       bfo cp [OPTIONS] [-e|--rsh COMMAND] [--remote-bfo PATH] [USER@]HOST:SRC... DST\n\n"
-	       "Copies like cp -r (with -a like cp -a: modes, owner as root, times, links,\n"
-	       "special files, xattrs), reading the sources as batches in disk order and\n"
-	       "writing the copy as batches, one durability point each (default --durability\n"
-	       "batch: durable when bfo cp returns). An existing destination file is an\n"
-	       "error unless --replace, or --update: files whose copy has the same size and\n"
-	       "mtime (--checksum: the same content) are left alone, others replaced, so the\n"
-	       "same command run again finishes an interrupted copy.\n\n"
-	       "A HOST: argument (a colon before any slash, as rsync) copies between machines:\n"
-	       "bfo send | bfo recv through COMMAND (default ssh), running PATH (default bfo)\n"
-	       "on HOST.\n");
-}
-
 /* The command line into a: -1 to go on, or the exit status. */
 static int parse_args(int argc, char **argv, struct cp_args *a)
 {
-	static const struct option longopts[] = {
-		COPY_UI_LONGOPTS,
-		{ "rsh", required_argument, 0, 'e' },
-		{ "remote-bfo", required_argument, 0, 'B' },
-		{ 0, 0, 0, 0 },
-	};
-	int opt;
+	struct cli_parser p;
+	int k;
 
-	*a = (struct cp_args){ .wo = { .size = sizeof(a->wo) }, .progress = -1, .rsh = "ssh",
-			       .remote_bfo = "bfo" };
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "arfuce:h", longopts, NULL)) != -1) {
-		int w = cli_write_opt(opt, optarg, &a->wo);
-
-		if (w < 0)
-			goto usage;
-		if (w)
+	*a = (struct cp_args){ .rsh = "ssh", .remote_bfo = "bfo" };
+	copy_args_init(&a->c);
+	cli_parse_init(&p, &cli_cmd_cp, argc, argv);
+	while ((k = cli_parse_next(&p)) >= 0) {
+		if (copy_args_opt(&a->c, k, p.choice))
 			continue;
-		switch (opt) {
-		case 'a': a->flags |= BFO_COPY_ARCHIVE; break;
-		case 'r': break;
-		case 'u': a->flags |= BFO_COPY_UPDATE; break;
-		case 'c': a->flags |= BFO_COPY_CHECKSUM; break;
-		case 'e': a->rsh = optarg; break;
-		case 'B': a->remote_bfo = optarg; break;
-		case 'S': a->stats = true; break;
-		case 'P': a->progress = 1; break;
-		case 'N': a->progress = 0; break;
-		case 'h':
-			help();
-			return 0;
-		default:
-			goto usage;
+		switch (k) {
+		case CO_RSH: a->rsh = p.arg; break;
+		case CO_REMOTE_BFO: a->remote_bfo = p.arg; break;
 		}
 	}
+	if (k == CLI_STOP)
+		return p.status;
 	if (argc - optind < 2)
-		goto usage;
-	if ((a->flags & BFO_COPY_CHECKSUM) && !(a->flags & BFO_COPY_UPDATE)) {
-		fprintf(stderr, "bfo: cp: --checksum goes with --update\n");
-		return CLI_EXIT_USAGE;
-	}
+		return cli_usage_error(&cli_cmd_cp, argc == optind ? "no SRC and DST given" :
+				       "no DST given (SRC... DST)");
+	if ((a->c.flags & BFO_COPY_CHECKSUM) && !(a->c.flags & BFO_COPY_UPDATE))
+		return cli_usage_error(&cli_cmd_cp, "--checksum goes with --update");
 	a->srcs = argv + optind;
 	a->nsrcs = (unsigned)(argc - optind - 1);
 	a->dst = argv[argc - 1];
 	return -1;
-usage:
-	fprintf(stderr, "usage: bfo cp [-a] [--durability none|batch|each] [--replace] SRC... [HOST:]DST\n");
-	return CLI_EXIT_USAGE;
 }
 
 static int make_copier(struct cp_args *a, struct copy_ui *ui, struct bfo_copier **c)
 {
-	int ret = bfo_copier_create(c, NULL, &a->wo, a->flags, &ui->cb);
+	int ret = bfo_copier_create(c, NULL, &a->c.wo, a->c.flags, &ui->cb);
 
 	if (ret)
 		fprintf(stderr, "bfo: cp: %s\n", bfo_strerror(ret));
@@ -115,7 +71,7 @@ static int copy_local(struct cp_args *a)
 	struct bfo_copier *c;
 	int ret;
 
-	copy_ui_init(&ui, "cp", "copied", a->progress, true);
+	copy_ui_init(&ui, "cp", "copied", a->c.progress, true);
 	if (make_copier(a, &ui, &c))
 		return CLI_EXIT_USAGE;
 	copy_ui_running(c);
@@ -123,7 +79,7 @@ static int copy_local(struct cp_args *a)
 	copy_ui_running(NULL);
 	if (ret < 0 && ret != -ECANCELED)
 		cli_dest_error("cp", a->dst, ret);
-	copy_ui_end(&ui, c, a->stats);
+	copy_ui_end(&ui, c, a->c.stats);
 	bfo_copier_destroy(c);
 	return copy_ui_exit(ret);
 }
@@ -139,21 +95,21 @@ static char **far_argv(const struct cp_args *a, bool recv, const char *const *pa
 		return NULL;
 	v[k++] = (char *)a->remote_bfo;
 	v[k++] = recv ? "recv" : "send";
-	if (a->flags & BFO_COPY_ARCHIVE)
+	if (a->c.flags & BFO_COPY_ARCHIVE)
 		v[k++] = "-a";
 	if (recv) {
-		if (a->wo.flags & BFO_WRITE_REPLACE)
+		if (a->c.wo.flags & BFO_WRITE_REPLACE)
 			v[k++] = "--replace";
-		if (a->flags & BFO_COPY_UPDATE)
+		if (a->c.flags & BFO_COPY_UPDATE)
 			v[k++] = "--update";
-		if (a->flags & BFO_COPY_CHECKSUM)
+		if (a->c.flags & BFO_COPY_CHECKSUM)
 			v[k++] = "--checksum";
 		v[k++] = "--durability";
-		v[k++] = (char *)cli_durabilities[a->wo.durability];
+		v[k++] = (char *)cli_durabilities[a->c.wo.durability];
 		v[k++] = "--write-engine";
-		v[k++] = (char *)cli_wengines[a->wo.engine];
+		v[k++] = (char *)cli_wengines[a->c.wo.engine];
 		/* What was written and skipped is known there: its line. */
-		if (a->stats)
+		if (a->c.stats)
 			v[k++] = "--stats";
 	}
 	v[k++] = "--";
@@ -184,7 +140,7 @@ static int copy_remote(struct cp_args *a, struct remote_arg *hosts, bool to_remo
 		v = far_argv(a, true, &hosts[a->nsrcs].path, 1);
 	else
 		v = far_argv(a, false, paths, a->nsrcs);
-	copy_ui_init(&ui, "cp", to_remote ? "sent" : "received", a->progress, !to_remote);
+	copy_ui_init(&ui, "cp", to_remote ? "sent" : "received", a->c.progress, !to_remote);
 	if (!v || make_copier(a, &ui, &c) ||
 	    remote_start(&r, a->rsh, hosts[to_remote ? a->nsrcs : 0].host, v, to_remote)) {
 		free(v);
@@ -199,7 +155,7 @@ static int copy_remote(struct cp_args *a, struct remote_arg *hosts, bool to_remo
 	copy_ui_running(NULL);
 	if (ret < 0 && ret != -ECANCELED && ret != -EPIPE && !to_remote)
 		cli_dest_error("cp", a->dst, ret);
-	copy_ui_end(&ui, c, a->stats);
+	copy_ui_end(&ui, c, a->c.stats);
 	local = ret == -EPIPE ? CLI_EXIT_SOME_FAILED : copy_ui_exit(ret);
 	far = remote_finish(&r, "cp", a->rsh, a->remote_bfo);
 	if (far == CLI_EXIT_SOME_FAILED && (ret == -EPIPE || ret == -ENODATA))

@@ -4,7 +4,29 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "cli_opts.h"
 #include "copy_ui.h"
+
+void copy_args_init(struct copy_args *a)
+{
+	*a = (struct copy_args){ .wo = { .size = sizeof(a->wo) }, .progress = -1 };
+}
+
+bool copy_args_opt(struct copy_args *a, int opt, int choice)
+{
+	if (cli_write_opt(opt, choice, &a->wo))
+		return true;
+	switch (opt) {
+	case CO_ARCHIVE: a->flags |= BFO_COPY_ARCHIVE; return true;
+	case CO_RECURSIVE: return true;
+	case CO_UPDATE: a->flags |= BFO_COPY_UPDATE; return true;
+	case CO_CHECKSUM: a->flags |= BFO_COPY_CHECKSUM; return true;
+	case CO_STATS: a->stats = true; return true;
+	case CO_PROGRESS: a->progress = 1; return true;
+	case CO_NOPROGRESS: a->progress = 0; return true;
+	}
+	return false;
+}
 
 static struct bfo_copier *running;
 

@@ -11,18 +11,18 @@
 #include "bfo.h"
 #include "cli.h"
 
-/* The options bfo cp, bfo send and bfo recv share (getopt letters
- * a r u c S P N h, and the writer's from CLI_WRITE_LONGOPTS). */
-#define COPY_UI_LONGOPTS                                          \
-	{ "archive", no_argument, 0, 'a' },                       \
-	{ "recursive", no_argument, 0, 'r' },                     \
-	CLI_WRITE_LONGOPTS,                                       \
-	{ "update", no_argument, 0, 'u' },                        \
-	{ "checksum", no_argument, 0, 'c' },                      \
-	{ "stats", no_argument, 0, 'S' },                         \
-	{ "progress", no_argument, 0, 'P' },                      \
-	{ "no-progress", no_argument, 0, 'N' },                   \
-	{ "help", no_argument, 0, 'h' }
+/* The options bfo cp, bfo send and bfo recv share (cli_opts.h). */
+struct copy_args {
+	struct bfo_write_opts wo;
+	uint32_t flags;             /* BFO_COPY_* */
+	bool stats;
+	int progress;               /* 1, 0, or -1: when stderr is a terminal */
+};
+
+void copy_args_init(struct copy_args *a);
+/* Option opt (enum copy_opt) with the index of its value word into a:
+ * whether it was one of the shared ones. */
+bool copy_args_opt(struct copy_args *a, int opt, int choice);
 
 struct copy_ui {
 	const char *cmd;            /* "cp", "send", "recv" */

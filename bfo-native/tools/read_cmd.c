@@ -5,7 +5,6 @@
  * the batch's statistics at the end (read_output.c).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -13,6 +12,7 @@
 
 #include "bfo.h"
 #include "cli.h"
+#include "cli_parse.h"
 #include "read.h"
 
 /* Paths taken from the input per submit, results taken per wait. */
@@ -39,136 +39,69 @@ struct read_args {
 	int npaths;
 };
 
-enum {
-	OPT_ENGINE = 256, OPT_ORDER, OPT_CHECKSUM, OPT_STATS, OPT_JSON, OPT_NOFOLLOW,
-	OPT_STOP, OPT_META, OPT_PROGRESS, OPT_NOPROGRESS, OPT_WFILES, OPT_WBYTES, OPT_ARENA,
-	OPT_GAP, OPT_MAXIO, OPT_LEXT, OPT_LFILE, OPT_QD, OPT_THREADS, OPT_SORTBUF,
-};
-
-static const struct option longopts[] = {
-	{ "engine", required_argument, 0, OPT_ENGINE },
-	{ "order", required_argument, 0, OPT_ORDER },
-	{ "checksum", no_argument, 0, OPT_CHECKSUM },
-	{ "stats", no_argument, 0, OPT_STATS },
-	{ "json", no_argument, 0, OPT_JSON },
-	{ "null", no_argument, 0, '0' },
-	{ "no-follow", no_argument, 0, OPT_NOFOLLOW },
-	{ "stop-on-error", no_argument, 0, OPT_STOP },
-	{ "metadata-only", no_argument, 0, OPT_META },
-	{ "progress", no_argument, 0, OPT_PROGRESS },
-	{ "no-progress", no_argument, 0, OPT_NOPROGRESS },
-	{ "window-files", required_argument, 0, OPT_WFILES },
-	{ "window-bytes", required_argument, 0, OPT_WBYTES },
-	{ "arena", required_argument, 0, OPT_ARENA },
-	{ "merge-gap", required_argument, 0, OPT_GAP },
-	{ "max-io", required_argument, 0, OPT_MAXIO },
-	{ "large-extent", required_argument, 0, OPT_LEXT },
-	{ "large-file", required_argument, 0, OPT_LFILE },
-	{ "queue-depth", required_argument, 0, OPT_QD },
-	{ "threads", required_argument, 0, OPT_THREADS },
-	{ "sort-buffer", required_argument, 0, OPT_SORTBUF },
-	{ "help", no_argument, 0, 'h' },
-	{ 0, 0, 0, 0 },
-};
-
-static const char *const engines[] = {
-	[BFO_ENGINE_AUTO] = "auto", [BFO_ENGINE_RAW] = "raw",
-	[BFO_ENGINE_URING] = "uring", [BFO_ENGINE_PORTABLE] = "portable", NULL,
-};
-static const char *const orders[] = {
-	[BFO_ORDER_AUTO] = "auto", [BFO_ORDER_INODE] = "inode",
-	[BFO_ORDER_PHYSICAL] = "physical", NULL,
-};
-
 /* One of the library's knobs (opt) set from arg; -1 for a bad value. */
 static int set_knob(struct bfo_opts *o, int opt, const char *arg)
 {
-	bool count = opt == OPT_WFILES || opt == OPT_QD || opt == OPT_THREADS;
+	bool count = opt == RO_WFILES || opt == RO_QD || opt == RO_THREADS;
 	uint64_t v;
 
 	/* A merge gap of 0 is the library's 1: adjacent extents only. */
-	if (cli_size(arg, opt == OPT_GAP ? 0 : 1, count ? UINT32_MAX : UINT64_MAX, &v))
+	if (cli_size(arg, opt == RO_GAP ? 0 : 1, count ? UINT32_MAX : UINT64_MAX, &v))
 		return -1;
 	switch (opt) {
-	case OPT_WFILES: o->window_files = (uint32_t)v; break;
-	case OPT_QD: o->queue_depth = (uint32_t)v; break;
-	case OPT_THREADS: o->threads = (uint32_t)v; break;
-	case OPT_WBYTES: o->window_bytes = v; break;
-	case OPT_ARENA: o->arena_bytes = v; break;
-	case OPT_GAP: o->merge_gap = v ? v : 1; break;
-	case OPT_MAXIO: o->max_io = v; break;
-	case OPT_LEXT: o->large_extent = v; break;
-	case OPT_LFILE: o->large_file = v; break;
+	case RO_WFILES: o->window_files = (uint32_t)v; break;
+	case RO_QD: o->queue_depth = (uint32_t)v; break;
+	case RO_THREADS: o->threads = (uint32_t)v; break;
+	case RO_WBYTES: o->window_bytes = v; break;
+	case RO_ARENA: o->arena_bytes = v; break;
+	case RO_GAP: o->merge_gap = v ? v : 1; break;
+	case RO_MAXIO: o->max_io = v; break;
+	case RO_LEXT: o->large_extent = v; break;
+	case RO_LFILE: o->large_file = v; break;
 	}
 	return 0;
 }
 
-/* One option into a; 0, -1 for a bad value, or 1 for one not known. */
-static int set_option(struct read_args *a, int opt, const char *arg)
+/* One option (its row opt in cli_cmd_read's table) into a; -1 for a bad value. */
+static int set_option(struct read_args *a, int opt, const struct cli_parser *p)
 {
-	int i;
-
 	switch (opt) {
-	case OPT_ENGINE:
-		if ((i = cli_choice(arg, engines)) < 0)
-			return -1;
-		a->o.engine = (uint32_t)i;
-		return 0;
-	case OPT_ORDER:
-		if ((i = cli_choice(arg, orders)) < 0)
-			return -1;
-		a->o.order = (uint32_t)i;
-		return 0;
-	case OPT_CHECKSUM: a->checksum = true; return 0;
-	case OPT_STATS: a->stats = true; return 0;
-	case OPT_JSON: a->json = true; return 0;
-	case '0': a->nul = true; return 0;
-	case OPT_NOFOLLOW: a->o.flags |= BFO_READ_NOFOLLOW; return 0;
-	case OPT_STOP: a->o.flags |= BFO_READ_STOP_ON_ERROR; return 0;
-	case OPT_META: a->o.flags |= BFO_READ_METADATA_ONLY; return 0;
-	case OPT_PROGRESS: a->progress = 1; return 0;
-	case OPT_NOPROGRESS: a->progress = 0; return 0;
-	case OPT_SORTBUF: return cli_size(arg, 0, SORT_BUFFER_MAX, &a->sort_buffer);
-	case OPT_WFILES: case OPT_QD: case OPT_THREADS:
-	case OPT_WBYTES: case OPT_ARENA: case OPT_GAP: case OPT_MAXIO:
-	case OPT_LEXT: case OPT_LFILE:
-		return set_knob(&a->o, opt, arg);
+	case RO_ENGINE: a->o.engine = (uint32_t)p->choice; return 0;
+	case RO_ORDER: a->o.order = (uint32_t)p->choice; return 0;
+	case RO_CHECKSUM: a->checksum = true; return 0;
+	case RO_STATS: a->stats = true; return 0;
+	case RO_JSON: a->json = true; return 0;
+	case RO_NULL: a->nul = true; return 0;
+	case RO_NOFOLLOW: a->o.flags |= BFO_READ_NOFOLLOW; return 0;
+	case RO_STOP: a->o.flags |= BFO_READ_STOP_ON_ERROR; return 0;
+	case RO_META: a->o.flags |= BFO_READ_METADATA_ONLY; return 0;
+	case RO_PROGRESS: a->progress = 1; return 0;
+	case RO_NOPROGRESS: a->progress = 0; return 0;
+	case RO_SORTBUF: return cli_size(p->arg, 0, SORT_BUFFER_MAX, &a->sort_buffer);
 	}
-	return 1;
+	return set_knob(&a->o, opt, p->arg);
 }
 
 /* The command line into a: -1 to go on, or the exit status (--help, or a
  * usage error named on stderr). */
 static int parse_args(int argc, char **argv, bool plan, struct read_args *a)
 {
-	int c;
+	const struct cli_cmd *cmd = plan ? &cli_cmd_plan : &cli_cmd_read;
+	struct cli_parser p;
+	int k;
 
 	*a = (struct read_args){ .plan = plan, .progress = -1, .sort_buffer = SORT_BUFFER_DEFAULT };
 	bfo_opts_init(&a->o);
 	if (plan)
 		a->o.flags |= BFO_READ_PLAN_ONLY;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "0h", longopts, NULL)) != -1) {
-		if (c == 'h') {
-			cli_usage(stdout);
-			return 0;
-		}
-		int r = set_option(a, c, optarg);
-
-		if (r < 0) {
-			fprintf(stderr, "bfo: invalid value '%s'\n", optarg);
-			return CLI_EXIT_USAGE;
-		}
-		if (r > 0) {
-			cli_usage(stderr);
-			return CLI_EXIT_USAGE;
-		}
-	}
-	if (optind >= argc) {
-		fprintf(stderr, "bfo: no PATH given\n");
-		cli_usage(stderr);
-		return CLI_EXIT_USAGE;
-	}
+	cli_parse_init(&p, cmd, argc, argv);
+	while ((k = cli_parse_next(&p)) >= 0)
+		if (set_option(a, k, &p) < 0)
+			return cli_bad_value(&p);
+	if (k == CLI_STOP)
+		return p.status;
+	if (optind >= argc)
+		return cli_usage_error(cmd, "no PATH given");
 	a->paths = argv + optind;
 	a->npaths = argc - optind;
 	return -1;

@@ -5,7 +5,6 @@
  * a pipe, kubectl exec.  bfo cp HOST:... runs them itself.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -14,67 +13,36 @@
 
 #include "bfo.h"
 #include "cli.h"
+#include "cli_parse.h"
 #include "copy_ui.h"
 
 struct sr_args {
-	struct bfo_write_opts wo;
-	uint32_t flags;
-	bool stats;
-	int progress;
+	struct copy_args c;
 	int first;                  /* argv index of the first path */
 };
 
-static const struct option longopts[] = {
-	COPY_UI_LONGOPTS,
-	{ 0, 0, 0, 0 },
-};
-
-static const char send_usage[] = "usage: bfo send [-a] [--stats] [--progress] SRC... > STREAM\n";
-static const char recv_usage[] =
-	"usage: bfo recv [-a] [--durability none|batch|each] [--replace | --update [--checksum]]\n"
-	"                [--write-engine auto|stem|batched|uring] [--stats] DST < STREAM\n";
-
-/* Options of either command (send takes no write options): -1 to go on,
- * or the exit status. */
+/* Options of either command (their tables say which each takes): -1 to
+ * go on, or the exit status. */
 static int parse(int argc, char **argv, bool recv, struct sr_args *a)
 {
-	int opt;
+	const struct cli_cmd *cmd = recv ? &cli_cmd_recv : &cli_cmd_send;
+	struct cli_parser p;
+	int k;
 
-	*a = (struct sr_args){ .wo = { .size = sizeof(a->wo) }, .progress = -1 };
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "arfuch", longopts, NULL)) != -1) {
-		int w = recv ? cli_write_opt(opt, optarg, &a->wo) : 0;
-
-		if (w < 0)
-			goto usage;
-		if (w)
-			continue;
-		switch (opt) {
-		case 'a': a->flags |= BFO_COPY_ARCHIVE; break;
-		case 'r': break;
-		case 'u': if (!recv) goto usage; a->flags |= BFO_COPY_UPDATE; break;
-		case 'c': if (!recv) goto usage; a->flags |= BFO_COPY_CHECKSUM; break;
-		case 'S': a->stats = true; break;
-		case 'P': a->progress = 1; break;
-		case 'N': a->progress = 0; break;
-		case 'h':
-			fputs(recv ? recv_usage : send_usage, stdout);
-			return 0;
-		default:
-			goto usage;
-		}
-	}
-	if (recv ? argc - optind != 1 : argc - optind < 1)
-		goto usage;
-	if ((a->flags & BFO_COPY_CHECKSUM) && !(a->flags & BFO_COPY_UPDATE)) {
-		fprintf(stderr, "bfo: recv: --checksum goes with --update\n");
-		return CLI_EXIT_USAGE;
-	}
+	copy_args_init(&a->c);
+	cli_parse_init(&p, cmd, argc, argv);
+	while ((k = cli_parse_next(&p)) >= 0)
+		copy_args_opt(&a->c, k, p.choice);
+	if (k == CLI_STOP)
+		return p.status;
+	if (recv && argc - optind != 1)
+		return cli_usage_error(cmd, argc == optind ? "no DST given" : "one DST only (bfo recv DST < STREAM)");
+	if (!recv && argc == optind)
+		return cli_usage_error(cmd, "no SRC given");
+	if ((a->c.flags & BFO_COPY_CHECKSUM) && !(a->c.flags & BFO_COPY_UPDATE))
+		return cli_usage_error(cmd, "--checksum goes with --update");
 	a->first = optind;
 	return -1;
-usage:
-	fputs(recv ? recv_usage : send_usage, stderr);
-	return CLI_EXIT_USAGE;
 }
 
 /* Run send (on stdout) or recv (from stdin) with the parsed options. */
@@ -85,8 +53,8 @@ static int run(bool recv, struct sr_args *a, char **paths, int npaths)
 	struct bfo_copier *c;
 	int ret;
 
-	copy_ui_init(&ui, cmd, recv ? "received" : "sent", a->progress, recv);
-	ret = bfo_copier_create(&c, NULL, &a->wo, a->flags, &ui.cb);
+	copy_ui_init(&ui, cmd, recv ? "received" : "sent", a->c.progress, recv);
+	ret = bfo_copier_create(&c, NULL, &a->c.wo, a->c.flags, &ui.cb);
 	if (ret) {
 		fprintf(stderr, "bfo: %s: %s\n", cmd, bfo_strerror(ret));
 		return CLI_EXIT_USAGE;
@@ -101,7 +69,7 @@ static int run(bool recv, struct sr_args *a, char **paths, int npaths)
 		cli_dest_error(cmd, paths[0], ret);   /* stream errors were said with their reason */
 	else if (ret < 0 && ret != -EPIPE && ret != -ECANCELED && !recv)
 		fprintf(stderr, "bfo: send: %s\n", bfo_strerror(ret));
-	copy_ui_end(&ui, c, a->stats);
+	copy_ui_end(&ui, c, a->c.stats);
 	bfo_copier_destroy(c);
 	return ret == -EPIPE ? CLI_EXIT_SOME_FAILED : copy_ui_exit(ret);
 }

@@ -20,7 +20,6 @@
  *   printf 'f 644 0 5 a/hello\nworld' | bfo write /tmp/out
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -33,6 +32,7 @@
 #include "archive_lib.h"
 #include "bfo.h"
 #include "cli.h"
+#include "cli_parse.h"
 #include "stream.h"
 
 /* Default batch: 64 MiB or 16,384 entries, whichever comes first. */
@@ -145,75 +145,39 @@ struct write_args {
 	const char *dir;
 };
 
-static void help(void)
-{
-	printf("usage: bfo write [--tar] [--durability none|batch|each] [--replace]\n"
-	       "                 [--write-engine auto|stem|batched|uring]\n"
-	       "                 [--batch-bytes SIZE] [--batch-files N] DIR < STREAM\n\n"
-	       "Entries are written in batches of --batch-bytes (default 64M) or --batch-files\n"
-	       "(default 16384), whichever fills first; each batch is journaled before its\n"
-	       "data, and with --durability batch (the default) everything is durable when\n"
-	       "bfo write returns (batches share syncfs calls, at most 64 per call).\n\n"
-	       "The simple format, one record per entry (PATH relative to DIR, to the end of the line):\n"
-	       "  f MODE MTIME SIZE PATH\\n followed by SIZE bytes    a regular file\n"
-	       "  d MODE MTIME PATH\\n                                 a directory\n"
-	       "  l MODE MTIME LENGTH PATH\\n followed by the target  a symbolic link\n"
-	       "MODE in octal up to 7777, MTIME in seconds since the epoch (.NANOSECONDS allowed,\n"
-	       "- for now), SIZE up to 2^63-1, LENGTH 1 to 4095, PATH up to 32767 bytes.\n"
-	       "--tar reads a tar archive instead (gnu, pax, ustar; gzip, bzip2, xz, lzma, lzip,\n"
-	       "zstd, lz4 or compress).  A malformed or truncated stream stops with exit status 2;\n"
-	       "the entries before it are written, the one it stopped in is not.\n");
-}
-
 /* The command line into a: -1 to go on, or the exit status. */
 static int parse_args(int argc, char **argv, struct write_args *a)
 {
-	static const struct option longopts[] = {
-		{ "tar", no_argument, 0, 't' },
-		CLI_WRITE_LONGOPTS,
-		{ "stats", no_argument, 0, 'S' },
-		{ "batch-bytes", required_argument, 0, 'B' },
-		{ "batch-files", required_argument, 0, 'F' },
-		{ "help", no_argument, 0, 'h' },
-		{ 0, 0, 0, 0 },
-	};
-	int opt;
+	struct cli_parser p;
+	int k;
 
 	*a = (struct write_args){ .wo = { .size = sizeof(a->wo) }, .batch_bytes = WBATCH_BYTES,
 				  .batch_entries = WBATCH_ENTRIES };
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "tfh", longopts, NULL)) != -1) {
-		int w = cli_write_opt(opt, optarg, &a->wo);
-
-		if (w < 0)
-			goto usage;
-		if (w)
+	cli_parse_init(&p, &cli_cmd_write, argc, argv);
+	while ((k = cli_parse_next(&p)) >= 0) {
+		if (cli_write_opt(k, p.choice, &a->wo))
 			continue;
-		switch (opt) {
-		case 't': a->tar = true; break;
-		case 'S': a->stats = true; break;
-		case 'B':
-		case 'F':
-			if (cli_size(optarg, 1, UINT64_MAX, opt == 'B' ? &a->batch_bytes : &a->batch_entries))
-				goto usage;
+		switch (k) {
+		case CO_TAR: a->tar = true; break;
+		case CO_STATS: a->stats = true; break;
+		case CO_BATCH_BYTES:
+		case CO_BATCH_FILES:
+			if (cli_size(p.arg, 1, UINT64_MAX,
+				     k == CO_BATCH_BYTES ? &a->batch_bytes : &a->batch_entries))
+				return cli_bad_value(&p);
 			break;
-		case 'h':
-			help();
-			return 0;
-		default:
-			goto usage;
 		}
 	}
+	if (k == CLI_STOP)
+		return p.status;
 	if (argc - optind != 1)
-		goto usage;
+		return cli_usage_error(&cli_cmd_write, argc == optind ? "no DIR given" :
+				       "one DIR only (bfo write DIR < STREAM)");
 	a->dir = argv[optind];
 	/* Durable when the command returns: batches may share a syncfs. */
 	if (a->wo.durability == BFO_DURABILITY_BATCH)
 		a->wo.durability = BFO_DURABILITY_CLOSE;
 	return -1;
-usage:
-	fprintf(stderr, "usage: bfo write [--tar] [--durability none|batch|each] [--replace] DIR < STREAM\n");
-	return CLI_EXIT_USAGE;
 }
 
 /* Closes the writer, --stats naming how long its close took: the
@@ -270,15 +234,19 @@ int cmd_write(int argc, char **argv)
 int cmd_recover(int argc, char **argv)
 {
 	struct bfo_recover_stats st;
+	struct cli_parser p;
 	int ret;
 
-	if (argc != 2 || argv[1][0] == '-') {
-		fprintf(stderr, "usage: bfo recover DIR\n");
-		return argc == 2 && !strcmp(argv[1], "--help") ? 0 : CLI_EXIT_USAGE;
-	}
-	ret = bfo_journal_recover(argv[1], &st);
+	cli_parse_init(&p, &cli_cmd_recover, argc, argv);
+	while ((ret = cli_parse_next(&p)) >= 0)
+		;
+	if (ret == CLI_STOP)
+		return p.status;
+	if (argc - optind != 1)
+		return cli_usage_error(&cli_cmd_recover, argc == optind ? "no DIR given" : "one DIR only");
+	ret = bfo_journal_recover(argv[optind], &st);
 	if (ret < 0) {
-		cli_dest_error("recover", argv[1], ret);
+		cli_dest_error("recover", argv[optind], ret);
 		return CLI_EXIT_USAGE;
 	}
 	printf("bfo recover: %d unfinished batch%s; %" PRIu64 " files complete, %" PRIu64

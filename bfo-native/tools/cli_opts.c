@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The tables of the bfo command's options and texts (cli_opts.h). */
+#include <stddef.h>
+
+#include "bfo.h"
+#include "cli_opts.h"
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+const char *const cli_engines[] = {
+	[BFO_ENGINE_AUTO] = "auto", [BFO_ENGINE_RAW] = "raw",
+	[BFO_ENGINE_URING] = "uring", [BFO_ENGINE_PORTABLE] = "portable", NULL,
+};
+const char *const cli_orders[] = {
+	[BFO_ORDER_AUTO] = "auto", [BFO_ORDER_INODE] = "inode",
+	[BFO_ORDER_PHYSICAL] = "physical", NULL,
+};
+const char *const cli_durabilities[] = {
+	[BFO_DURABILITY_BATCH] = "batch", [BFO_DURABILITY_NONE] = "none",
+	[BFO_DURABILITY_EACH] = "each", NULL,
+};
+const char *const cli_wengines[] = {
+	[BFO_WENGINE_AUTO] = "auto", [BFO_WENGINE_STEM] = "stem",
+	[BFO_WENGINE_BATCHED] = "batched", [BFO_WENGINE_URING] = "uring", NULL,
+};
+
+const char cli_intro_text[] =
+	"bfo reads, writes and copies many small files as batches instead of one file at a "
+	"time: it maps where the files of a batch lie on the device and reads them in a few large "
+	"I/Os sorted by their position, many in flight; it writes a batch's data first, its "
+	"metadata after and makes it durable once, journalled so that a crash leaves no torn "
+	"file; and it copies by reading on the source while writing on the destination, on one "
+	"machine or between two (bfo cp HOST:PATH runs bfo on HOST through ssh, as rsync does).";
+
+const char cli_exit_text[] =
+	"Exit status: 0 all done; 1 some files failed (each named on stderr); 2 usage or "
+	"setup error; 130 ended by SIGINT, 143 by SIGTERM (a second signal ends bfo at once).";
+
+/* ------------------------------------------------------------ read, plan */
+
+static const struct cli_opt read_opts[RO_N] = {
+	[RO_ENGINE] = { "engine", 0, "ENGINE", cli_engines,
+			"data engine (default auto: raw where the device is readable, else uring)" },
+	[RO_ORDER] = { "order", 0, "ORDER", cli_orders,
+		       "order of per-file reads (default auto: physical on rotational devices)" },
+	[RO_CHECKSUM] = { "checksum", 0, NULL, NULL, "print '<xxh128>  <path>' per file, like xxh128sum" },
+	[RO_STATS] = { "stats", 0, NULL, NULL, "print what the batch did on stderr: files per engine and path, I/Os, times" },
+	[RO_JSON] = { "json", 0, NULL, NULL, "print the statistics as one JSON line, last on stdout" },
+	[RO_NULL] = { "null", '0', NULL, NULL, "paths on stdin (-) are NUL-separated" },
+	[RO_NOFOLLOW] = { "no-follow", 0, NULL, NULL, "refuse symbolic links instead of reading their target" },
+	[RO_STOP] = { "stop-on-error", 0, NULL, NULL, "stop at the first file that fails" },
+	[RO_META] = { "metadata-only", 0, NULL, NULL, "stat the files, read no data" },
+	[RO_PROGRESS] = { "progress", 0, NULL, NULL, "show progress on stderr (default: when it is a terminal)" },
+	[RO_NOPROGRESS] = { "no-progress", 0, NULL, NULL, "show no progress" },
+	[RO_SORTBUF] = { "sort-buffer", 0, "N", NULL,
+			 "walked files handed out N at a time in inode order (default 262144; 0: unsorted)",
+			 "a whole number from 0 to 268435456" },
+	[RO_WFILES] = { "window-files", 0, "N", NULL, "files planned together (default 65536)" },
+	[RO_WBYTES] = { "window-bytes", 0, "SIZE", NULL, "data bytes dispatched as one group (default 16M)" },
+	[RO_ARENA] = { "arena", 0, "SIZE", NULL, "memory for delivered data (default 64M)" },
+	[RO_GAP] = { "merge-gap", 0, "SIZE", NULL, "raw: read through gaps up to SIZE (default 64K; 0: adjacent extents only)",
+		     "a number of bytes from 0, with K, M or G for powers of 1024" },
+	[RO_MAXIO] = { "max-io", 0, "SIZE", NULL, "raw: largest single read (default 1M)" },
+	[RO_LEXT] = { "large-extent", 0, "SIZE", NULL, "raw: extents above SIZE are read on their own (default 1M)" },
+	[RO_LFILE] = { "large-file", 0, "SIZE", NULL, "files above SIZE are read in pieces of SIZE (default 16M)" },
+	[RO_QD] = { "queue-depth", 0, "N", NULL, "reads in flight (default 128)" },
+	[RO_THREADS] = { "threads", 0, "N", NULL, "metadata and portable-engine threads (default 16)" },
+	[RO_HELP] = { "help", 'h', NULL, NULL, "show this help" },
+};
+
+static const char *const read_usage[] = { "[OPTIONS] PATH...", NULL };
+
+const struct cli_cmd cli_cmd_read = {
+	"read", "read files as batches (directories recursively, - for paths on stdin)",
+	read_usage,
+	"Reads every regular file under the PATHs as batches: the metadata of a window of files "
+	"first, then their data in a few large reads sorted by their place on the device, many in "
+	"flight. A PATH is a file, a directory (walked in parallel, its files handed to the "
+	"engine in inode order) or - for paths on stdin, one a line (NUL-separated with -0).\n"
+	"\n"
+	"Nothing is printed per file unless --checksum, whose lines match xxh128sum's (names "
+	"holding a backslash or a newline escaped as md5sum does):\n"
+	"\n"
+	"  bfo read --checksum DIR | sort -k2 > bfo.txt\n"
+	"  find DIR -type f -print0 | xargs -0 xxh128sum | sort -k2 > plain.txt\n"
+	"  cmp bfo.txt plain.txt\n"
+	"\n"
+	"Engines: raw reads the merged extents of many files from the block device (root, "
+	"ext2/3/4 or XFS; on ext4 the metadata comes from the inode tables); uring opens and reads "
+	"each file through io_uring; portable reads each file with pread on a pool of threads. "
+	"Any engine hands a file that changed or that it cannot map to a per-file read. "
+	"SIZE takes K, M or G (powers of 1024).",
+	read_opts, RO_N,
+};
+
+const struct cli_cmd cli_cmd_plan = {
+	"plan", "print the ORDER_LIST summary of a batch without reading its data",
+	read_usage,
+	"Plans the batch bfo read would read (metadata and extents of every file, the merged "
+	"regions of the raw engine) and prints nothing per file; --stats then shows the plan: "
+	"extents per file, regions and the bytes read through gaps. It takes bfo read's options.",
+	read_opts, RO_N,
+};
+
+/* ------------------------------------------------- cp, send, recv, write */
+
+#define ROW_ARCHIVE { "archive", 'a', NULL, NULL, \
+	"keep what cp -a keeps: modes, owner (as root), times, links, special files, xattrs" }
+#define ROW_RECURSIVE { "recursive", 'r', NULL, NULL, "accepted for cp's sake: directories are always copied whole" }
+#define ROW_DURABILITY(when) { "durability", 0, "MODE", cli_durabilities, \
+	"batch: durable when " when " returns (default); none: page cache only; each: fsync per file" }
+#define ROW_REPLACE { "replace", 'f', NULL, NULL, "replace existing files (default: an existing file is an error)" }
+#define ROW_UPDATE { "update", 'u', NULL, NULL, \
+	"leave files whose copy has the same size and mtime, replace the others" }
+#define ROW_CHECKSUM { "checksum", 'c', NULL, NULL, "with --update: compare contents instead of size and mtime" }
+#define ROW_WENGINE { "write-engine", 0, "ENGINE", cli_wengines, \
+	"how files are written (default auto: stem where reflinks work, else batched)" }
+#define ROW_STATS { "stats", 0, NULL, NULL, "print what ran on stderr: files, bytes, engines, batches" }
+#define ROW_PROGRESS { "progress", 0, NULL, NULL, "show progress on stderr (default: when it is a terminal)" }
+#define ROW_NOPROGRESS { "no-progress", 0, NULL, NULL, "show no progress" }
+#define ROW_HELP { "help", 'h', NULL, NULL, "show this help" }
+
+static const struct cli_opt cp_opts[CO_N] = {
+	[CO_ARCHIVE] = ROW_ARCHIVE,
+	[CO_RECURSIVE] = ROW_RECURSIVE,
+	[CO_DURABILITY] = ROW_DURABILITY("bfo cp"),
+	[CO_REPLACE] = ROW_REPLACE,
+	[CO_UPDATE] = ROW_UPDATE,
+	[CO_CHECKSUM] = ROW_CHECKSUM,
+	[CO_WENGINE] = ROW_WENGINE,
+	[CO_RSH] = { "rsh", 'e', "COMMAND", NULL, "remote shell for HOST: arguments (default ssh), as rsync's -e" },
+	[CO_REMOTE_BFO] = { "remote-bfo", 0, "PATH", NULL,
+			    "the bfo to run on HOST (default bfo on its PATH), as rsync's --rsync-path" },
+	[CO_STATS] = ROW_STATS,
+	[CO_PROGRESS] = ROW_PROGRESS,
+	[CO_NOPROGRESS] = ROW_NOPROGRESS,
+	[CO_HELP] = ROW_HELP,
+};
+
+static const char *const cp_usage[] = {
+	"[OPTIONS] SRC... DST",
+	"[OPTIONS] SRC... [USER@]HOST:DST",
+	"[OPTIONS] [USER@]HOST:SRC... DST",
+	NULL,
+};
+
+const struct cli_cmd cli_cmd_cp = {
+	"cp", "copy files as batches, on this machine or between machines (HOST:PATH)",
+	cp_usage,
+	"Copies like cp -r (with -a like cp -a), reading the sources as batches in disk order and "
+	"writing the copy as batches, each journalled in DST/.bfo-journal and made durable with "
+	"one syncfs (--durability). After a crash, bfo recover DST leaves every file of an "
+	"unfinished batch complete or absent, never torn.\n"
+	"\n"
+	"As cp: DST is created as the copy of a single SRC when it does not exist; when it is a "
+	"directory, each SRC is copied into it; SRC/. copies the contents of SRC. An existing "
+	"destination file is an error unless --replace or --update (which makes the same "
+	"command, run again, finish an interrupted copy).\n"
+	"\n"
+	"A HOST: argument (a colon before any slash, as rsync) copies between machines: bfo runs "
+	"'bfo recv' (or 'bfo send') on HOST through the remote shell and streams the batches to "
+	"it, reading, sending and writing at once. HOST needs bfo installed (or --remote-bfo "
+	"PATH).",
+	cp_opts, CO_N,
+};
+
+static const struct cli_opt send_opts[CO_N] = {
+	[CO_ARCHIVE] = ROW_ARCHIVE,
+	[CO_RECURSIVE] = ROW_RECURSIVE,
+	[CO_STATS] = ROW_STATS,
+	[CO_PROGRESS] = ROW_PROGRESS,
+	[CO_NOPROGRESS] = ROW_NOPROGRESS,
+	[CO_HELP] = ROW_HELP,
+};
+
+static const char *const send_usage[] = { "[OPTIONS] SRC... > STREAM", NULL };
+
+const struct cli_cmd cli_cmd_send = {
+	"send", "write files as a stream on stdout, for bfo recv (the sending half of bfo cp HOST:)",
+	send_usage,
+	"Reads the SRCs as bfo cp does and writes their batches as frames of a stream to stdout, "
+	"for bfo recv on any transport that carries bytes (ssh, a pipe, kubectl exec, nc):\n"
+	"\n"
+	"  bfo send -a SRC | ssh HOST bfo recv -a DST",
+	send_opts, CO_N,
+};
+
+static const struct cli_opt recv_opts[CO_N] = {
+	[CO_ARCHIVE] = ROW_ARCHIVE,
+	[CO_RECURSIVE] = ROW_RECURSIVE,
+	[CO_DURABILITY] = ROW_DURABILITY("bfo recv"),
+	[CO_REPLACE] = ROW_REPLACE,
+	[CO_UPDATE] = ROW_UPDATE,
+	[CO_CHECKSUM] = ROW_CHECKSUM,
+	[CO_WENGINE] = ROW_WENGINE,
+	[CO_STATS] = ROW_STATS,
+	[CO_PROGRESS] = ROW_PROGRESS,
+	[CO_NOPROGRESS] = ROW_NOPROGRESS,
+	[CO_HELP] = ROW_HELP,
+};
+
+static const char *const recv_usage[] = { "[OPTIONS] DST < STREAM", NULL };
+
+const struct cli_cmd cli_cmd_recv = {
+	"recv", "write a stream of bfo send from stdin under DST (the receiving half of bfo cp HOST:)",
+	recv_usage,
+	"Reads the stream bfo send writes and writes its files under DST with the batch writer, "
+	"by the rules of a local bfo cp to DST, each batch journalled and made durable as "
+	"--durability says. bfo recover DST runs first.",
+	recv_opts, CO_N,
+};
+
+static const struct cli_opt write_opts[CO_N] = {
+	[CO_TAR] = { "tar", 't', NULL, NULL,
+		     "the stream is a tar archive (gnu, pax, ustar, v7; plain or compressed)" },
+	[CO_DURABILITY] = ROW_DURABILITY("bfo write"),
+	[CO_REPLACE] = ROW_REPLACE,
+	[CO_WENGINE] = ROW_WENGINE,
+	[CO_BATCH_BYTES] = { "batch-bytes", 0, "SIZE", NULL, "a batch holds at most SIZE bytes of data (default 64M)" },
+	[CO_BATCH_FILES] = { "batch-files", 0, "N", NULL, "a batch holds at most N entries (default 16384)" },
+	[CO_STATS] = ROW_STATS,
+	[CO_HELP] = ROW_HELP,
+};
+
+static const char *const write_usage[] = { "[OPTIONS] DIR < STREAM", NULL };
+
+const struct cli_cmd cli_cmd_write = {
+	"write", "write a stream of files from stdin under DIR as batches",
+	write_usage,
+	"Writes the entries of a stream under DIR in batches of --batch-bytes or --batch-files, "
+	"whichever fills first; each batch is journalled before its data, and with --durability "
+	"batch (the default) everything is durable when bfo write returns (batches share syncfs "
+	"calls, at most 64 per call).\n"
+	"\n"
+	"The stream is a tar archive (--tar: gnu, pax, ustar or v7, plain or compressed with "
+	"gzip, bzip2, xz, lzma, lzip, zstd, lz4 or compress) or the simple format, one record per "
+	"entry, PATH relative to DIR and running to the end of the line:\n"
+	"\n"
+	"  f MODE MTIME SIZE PATH\\n then SIZE bytes     a regular file\n"
+	"  d MODE MTIME PATH\\n                          a directory\n"
+	"  l MODE MTIME LENGTH PATH\\n then the target   a symbolic link\n"
+	"\n"
+	"MODE in octal up to 7777, MTIME in seconds since the epoch (.NANOSECONDS allowed, - for "
+	"now), SIZE up to 2^63-1, LENGTH 1 to 4095, PATH up to 32767 bytes. A malformed or "
+	"truncated stream stops with exit status 2; the entries before it are written, the one it "
+	"stopped in is not.",
+	write_opts, CO_N,
+};
+
+/* ------------------------------------------------------ recover, version */
+
+static const struct cli_opt help_opts[HO_N] = {
+	[HO_HELP] = ROW_HELP,
+};
+
+static const char *const recover_usage[] = { "DIR", NULL };
+
+const struct cli_cmd cli_cmd_recover = {
+	"recover", "finish or remove the files of unfinished batches under DIR",
+	recover_usage,
+	"Reads the manifests a crash left in DIR/.bfo-journal: each file of an unfinished batch "
+	"is finished (from its stem) when its data is all there, else removed, so none is left "
+	"torn; then removes the manifests. bfo cp, recv and write do this themselves when they "
+	"start on DIR.",
+	help_opts, HO_N,
+};
+
+static const char *const version_usage[] = { "", NULL };
+
+const struct cli_cmd cli_cmd_version = {
+	"version", "print the versions of bfo and of the libbfo it loaded",
+	version_usage, NULL, help_opts, HO_N,
+};
+
+const struct cli_cmd *const cli_cmds[] = {
+	&cli_cmd_read, &cli_cmd_plan, &cli_cmd_cp, &cli_cmd_send, &cli_cmd_recv,
+	&cli_cmd_write, &cli_cmd_recover, &cli_cmd_version, NULL,
+};
