@@ -33,7 +33,7 @@
 /* ------------------------------------------------------------ outcome */
 
 static const char *t_name = "test";
-static pid_t t_owner;              /* only this process cleans up */
+static pid_t t_owner;              /* the test's main process */
 static char t_wd_what[256] = "the test";
 static unsigned t_wd_secs;
 
@@ -72,6 +72,8 @@ _Noreturn void t_skip(const char *fmt, ...)
 	exit(77);
 }
 
+static void run_cleanups(bool in_signal);
+
 _Noreturn void t_fail_at(const char *file, int line, const char *fmt, ...)
 {
 	va_list ap;
@@ -81,8 +83,10 @@ _Noreturn void t_fail_at(const char *file, int line, const char *fmt, ...)
 	va_start(ap, fmt);
 	t_vmsg(where, fmt, ap);
 	va_end(ap);
-	if (getpid() != t_owner)
-		_exit(1);       /* a forked child: the parent cleans up */
+	if (getpid() != t_owner) {
+		run_cleanups(false);   /* a forked child: only what it registered */
+		_exit(1);
+	}
 	exit(1);
 }
 
@@ -108,6 +112,7 @@ struct citem {
 	dev_t img_dev;           /* C_LOOP: the backing image, to never detach */
 	ino_t img_ino;           /* a device someone else attached since */
 	pid_t pid;               /* C_KILL */
+	pid_t owner;             /* the process that registered it undoes it */
 };
 
 #define MAX_CLEANUPS 64
@@ -122,6 +127,7 @@ static void cleanup_add(enum ckind kind, const char *path, dev_t d, ino_t i)
 
 	c->kind = kind;
 	c->done = false;
+	c->owner = getpid();
 	c->img_dev = d;
 	c->img_ino = i;
 	snprintf(c->path, sizeof(c->path), "%s", path);
@@ -191,15 +197,17 @@ static void rm_at(int dfd, const char *name, dev_t dev)
 		unlinkat(dfd, name, AT_REMOVEDIR);
 }
 
-/* Async-signal-safe except the tree removal outside a signal handler. */
+/* Async-signal-safe except the tree removal outside a signal handler.
+ * Each process undoes what it registered: a sub-test's child (t_subtest)
+ * its own mounts and images, the test's main process the rest. */
 static void run_cleanups(bool in_signal)
 {
-	if (getpid() != t_owner)
-		return;
+	pid_t me = getpid();
+
 	for (int i = ncleanups - 1; i >= 0; i--) {
 		struct citem *c = &cleanups[i];
 
-		if (c->done)
+		if (c->done || c->owner != me)
 			continue;
 		c->done = true;
 		switch (c->kind) {
@@ -373,7 +381,7 @@ bool t_subtest(const char *name, unsigned seconds, void (*fn)(void *arg), void *
 		t_watchdog(seconds, name);
 		fn(arg);
 		fflush(stdout);
-		exit(0);        /* not the owner: no cleanup, leak check runs */
+		exit(0);        /* its own cleanups run, then the leak check */
 	}
 	while (waitpid(pid, &st, 0) < 0)
 		if (errno != EINTR)
