@@ -104,7 +104,54 @@ def draw_sweep(results, png):
     return True
 
 
+def draw_latency(results, png):
+    """L1: a panel per job, seconds against the link's round trip, bfo and the baseline on HDFS and S3; the same
+    job on the local disk as horizontal lines."""
+    plt = _plt()
+    merged = [m for m in results.get("merged", []) if m.get("ok") and m.get("median")]
+    jobs = list(dict.fromkeys(m["job"] for m in merged))
+    if not jobs:
+        return False
+    titles = results.get("titles", {})
+    cols = 2
+    rows_n = (len(jobs) + cols - 1) // cols
+    fig, axes = plt.subplots(rows_n, cols, figsize=(11, 3.3 * rows_n), squeeze=False)
+    for ax in axes.flat[len(jobs):]:
+        ax.axis("off")
+    style = {("hdfs", "bfo"): ("#1f77b4", "-", "o"), ("hdfs", "base"): ("#1f77b4", "--", "s"),
+             ("s3", "bfo"): ("#ff7f0e", "-", "o"), ("s3", "base"): ("#ff7f0e", "--", "s")}
+    for ax, job in zip(axes.flat, jobs):
+        ms = [m for m in merged if m["job"] == job]
+        names = results.get("method_names", {}).get(job, {})
+        for (place, side), (color, ls, mk) in style.items():
+            pts = sorted((m["rtt_ms"], m["median"], m["min"], m["max"]) for m in ms
+                         if m["place"] == place and m["side"] == side)
+            if not pts:
+                continue
+            x = [p[0] for p in pts]
+            y = [p[1] for p in pts]
+            ax.errorbar(x, y, yerr=[[p[1] - p[2] for p in pts], [p[3] - p[1] for p in pts]], color=color,
+                        linestyle=ls, marker=mk, capsize=3, label=f"{names.get(side, side)}, {place.upper()}")
+        for m in ms:
+            if m["place"] == "local":
+                ax.axhline(m["median"], color="#2ca02c", linestyle="-" if m["side"] == "bfo" else "--",
+                           linewidth=1, label=f"{names.get(m['side'], m['side'])}, local disk")
+        ax.set_yscale("log")
+        ax.set_xlabel("round trip, ms")
+        ax.set_ylabel("seconds (median)")
+        ax.set_title(titles.get(job, job), fontsize=10)
+        ax.legend(fontsize=7)
+        ax.grid(True, which="both", alpha=0.3)
+    fig.suptitle(f"BFO L1: {results.get('files', 0):,} small files behind a link with latency - "
+                 f"{results.get('started', '')}", fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    fig.savefig(png, dpi=100)
+    return True
+
+
 def draw(results, png):
+    if results.get("kind") == "latency":
+        return draw_latency(results, png)
     if results.get("kind") == "sweep":
         return draw_sweep(results, png)
     return draw_bench(results, png)

@@ -3,12 +3,12 @@ harness/delaybridge.c, which holds every frame for a set one-way delay. The mach
 qdisc, so tc cannot delay; tc's tbf can still limit the rate (--rate).
 
     host (clients)                                   namespace bfo-lat-PID (servers)
-    blh<PID> 10.215.0.1/30  <-- delaybridge -->      bln<PID> 10.215.0.2/30, lo
+    blh<PID> 10.215.N.1/30  <-- delaybridge -->      bln<PID> 10.215.N.2/30, lo
                             (delay each way)
 
 Servers are started in the namespace with far_popen() (nsenter --net: the far side shares this host's
 mount namespace and kernel, so one drop_caches empties both sides' page caches). Clients run on the host
-and talk to FAR_IP.
+and talk to Link.ip (10.215.N.2: the first N whose /30 this host does not use yet).
 
 check_rtt() measures the round trip as ping(8) does (ICMP echo, answered by the far side's kernel, the reply
 timed by the kernel's receive stamp) and fails when the median is off by more than 20% + 0.1 ms from 2 x the
@@ -41,8 +41,6 @@ from . import util
 from .remote import _kill_pids, _ns_pids, _pid_alive
 
 NS_PREFIX = "bfo-lat-"
-HOST_IP = "10.215.0.1"
-FAR_IP = "10.215.0.2"
 PREFIX = 30
 RTT_TOLERANCE = (0.20, 0.1e-3)
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)   # Linux's value (also its SCM_ type); Python lacks it      # relative, absolute (seconds): the check's bound around 2 x delay
@@ -126,7 +124,7 @@ class Link:
         self.ns = f"{NS_PREFIX}{pid}"
         self.tap_host = f"blh{pid}"        # at most 10 characters (IFNAMSIZ 16)
         self.tap_far = f"bln{pid}"
-        self.host_ip, self.ip = HOST_IP, FAR_IP
+        self.host_ip = self.ip = None      # chosen by open()
         self.delay_s = delay_s
         self.rate = rate
         self.offload = offload
@@ -152,21 +150,32 @@ class Link:
             self.close()
         return False
 
-    def _check_addresses(self):
-        net = ipaddress.ip_network(f"{HOST_IP}/{PREFIX}", strict=False)
-        r = util.run(["ip", "-4", "-o", "addr", "show"], check=True)
-        for line in r.stdout.splitlines():
-            m = re.search(r"\binet (\S+)", line)
-            if m and ipaddress.ip_interface(m.group(1)).network.overlaps(net):
-                raise RuntimeError(f"the link wants {net}, but this host already has {m.group(1)} "
-                                   f"({line.split()[1]}): another run of the latency scenarios?")
+    def _pick_addresses(self):
+        """The first 10.215.N.0/30 (N = 0..255) that no address or route of this host overlaps: two links (a
+        benchmark and a test) can run at once."""
+        used = []
+        for cmd in (["ip", "-4", "-o", "addr", "show"], ["ip", "-4", "route", "show"]):
+            for line in util.run(cmd, check=True).stdout.splitlines():
+                m = re.search(r"\binet (\S+)", line) if "addr" in cmd else re.match(r"(\d+\.\d+\.\d+\.\d+(/\d+)?)\s",
+                                                                                   line)
+                if m:
+                    try:
+                        used.append(ipaddress.ip_interface(m.group(1)).network)
+                    except ValueError:
+                        pass
+        for n in range(256):
+            net = ipaddress.ip_network(f"10.215.{n}.0/{PREFIX}")
+            if not any(net.overlaps(u) for u in used):
+                self.host_ip, self.ip = str(net.network_address + 1), str(net.network_address + 2)
+                return
+        raise RuntimeError("no free 10.215.N.0/30 for the link: 256 links running?")
 
     def open(self):
         miss = missing_tools()
         if miss:
             raise RuntimeError("the latency link needs: " + ", ".join(miss))
         clean_stale()
-        self._check_addresses()
+        self._pick_addresses()
         util.run(["ip", "netns", "add", self.ns], check=True)
         self.made_ns = True
         cmd = [self.bin, "--tap0", self.tap_host, "--tap1", self.tap_far, "--netns1", f"/run/netns/{self.ns}",

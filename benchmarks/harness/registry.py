@@ -35,4 +35,7 @@ REGISTRY = {s.name: s for s in (
     Scenario("h3", "split planning for millions of files (10,000,000 synthetic, 1,000,000 local empty files): "
                    "BatchText vs CombineText getSplits, time and heap in a -Xmx1g JVM", "plan", "run_h3", False),
     Scenario("s1", "Spark on 100,000 small files: bfo vs binaryFile and text", "spark", "main", False),
+    Scenario("l1", "Hadoop (local runner, YARN) and Spark on 20,000 small text files on HDFS (0.5, 2 ms round trips) "
+                   "and S3 (2, 10 ms) behind a link with latency, and on the local disk: bfo vs the incumbents",
+             "latency", "run_l1", False),
 )}
