@@ -341,10 +341,10 @@ class Link:
         q = statistics.quantiles(rtts, n=10)
         return statistics.median(rtts), q[0], q[-1], lost
 
-    def check_rtt(self, count=200):
+    def check_rtt(self, count=200, strict=True):
         """Measures the round trip (ping()); raises RuntimeError when its median is outside bound(delay). The
         UDP echo's round trip between two processes (measure_rtt()) is recorded beside it: what an application
-        sees, scheduling on a busy machine included. Returns a dict."""
+        sees, scheduling on a busy machine included. Returns a dict (strict=False: its "ok" says, no raise)."""
         med, p10, p90, lost = self.ping(count)
         app = self.measure_rtt(min(count, 100))
         lo, hi = bound(self.delay_s)
@@ -354,7 +354,7 @@ class Link:
         util.log(f"link RTT: set {2 * self.delay_s * 1e3:.3f} ms, measured median {med * 1e3:.3f} ms "
                  f"(p10 {p10 * 1e3:.3f}, p90 {p90 * 1e3:.3f}; accepted {lo * 1e3:.3f}-{hi * 1e3:.3f}); "
                  f"UDP echo between processes: median {app[0] * 1e3:.3f} ms, p90 {app[2] * 1e3:.3f} ms")
-        if not res["ok"]:
+        if not res["ok"] and strict:
             raise RuntimeError(f"the link's round trip is {med * 1e3:.3f} ms, not 2 x {self.delay_s * 1e3:g} ms "
                                f"within 20% + 0.1 ms ({lo * 1e3:.3f}-{hi * 1e3:.3f} ms)")
         return res
