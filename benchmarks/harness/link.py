@@ -48,6 +48,10 @@ SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)   # Linux's value (also i
 ECHO_SERVER = r"""
 import socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try:
+    s.setsockopt(socket.SOL_SOCKET, 33, 8 << 20)     # SO_RCVBUFFORCE (root): a burst waits, not dropped
+except OSError:
+    pass
 s.bind((sys.argv[1], 0))
 print(s.getsockname()[1], flush=True)
 while True:
@@ -310,6 +314,14 @@ class Link:
         lost). The far side's kernel answers (no process there to wait for a core), and the reply's time is the
         kernel's receive stamp (SO_TIMESTAMPNS, as ping uses), so a busy machine delaying this process's
         wake-up does not count: what is left is the link, the bridge and the two stacks."""
+        rtts, lost = self.ping_samples(count, size)
+        if len(rtts) < count // 2:
+            raise RuntimeError(f"the link lost {lost} of {count + 5} ICMP echoes")
+        q = statistics.quantiles(rtts, n=10)
+        return statistics.median(rtts), q[0], q[-1], lost
+
+    def ping_samples(self, count=200, size=56):
+        """ping()'s round trips, each (seconds), and the number lost."""
         ident = os.getpid() & 0xFFFF
         rtts, lost = [], 0
         with socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP) as s:
@@ -336,10 +348,7 @@ class Link:
                 t1 = t1[0] * 1_000_000_000 + t1[1] if t1 else time.time_ns()
                 if seq >= 5:                       # the first ones pay ARP and cold code
                     rtts.append((t1 - t0) / 1e9)
-        if len(rtts) < count // 2:
-            raise RuntimeError(f"the link lost {lost} of {count + 5} ICMP echoes")
-        q = statistics.quantiles(rtts, n=10)
-        return statistics.median(rtts), q[0], q[-1], lost
+        return rtts, lost
 
     def check_rtt(self, count=200, strict=True):
         """Measures the round trip (ping()); raises RuntimeError when its median is outside bound(delay). The

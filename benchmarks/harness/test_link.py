@@ -2,8 +2,11 @@
 """Tests of the latency link (delaybridge.c + link.py), as root; about 20 seconds.
 
     python3 benchmarks/harness/test_link.py          (prints "N passed, N failed[, N skipped]", exit 0 when none failed)
+    python3 benchmarks/harness/test_link.py --ci     (only what no load can change: about 10 s; mvn verify runs it)
 
-- the round trip is 2 x the one-way delay within the check's bound at 0, 0.25, 1 and 5 ms, and check_rtt passes;
+- the round trip is 2 x the one-way delay within the check's bound at 0, 0.25, 1 and 5 ms, and check_rtt passes
+  (a timing assertion: not in --ci, where a loaded machine may stretch any round trip);
+- the round trip is never shorter than 2 x the delay (1 and 5 ms): every frame is held (--ci too);
 - the check fails when the link does not give what it claims (the bridge set to 3 ms while the check expects 1 ms,
   and to 0.5 ms while it expects 1 ms): the self-check can fail;
 - frames keep their order: 2,000 numbered UDP datagrams sent in a burst come back in order;
@@ -63,8 +66,17 @@ def t_rtt_within_bound(ln):
         assert r["ok"] and lo * 1e3 <= r["rtt_median_ms"] <= hi * 1e3, r
 
 
-def t_check_can_fail(ln):
-    for real, claimed in ((3e-3, 1e-3), (0.5e-3, 1e-3)):
+def t_never_shorter(ln):
+    for d in (1e-3, 5e-3):
+        ln.set_delay(d)
+        rtts, lost = ln.ping_samples(count=30)
+        assert len(rtts) >= 10, f"{lost} of 35 echoes lost"
+        assert min(rtts) >= 2 * d, f"a round trip of {min(rtts) * 1e3:.3f} ms through a link of 2 x {d * 1e3:g} ms"
+
+
+def t_check_can_fail(ln, ci=False):
+    # a link longer than claimed fails whatever the load; one shorter than claimed only on a quiet machine
+    for real, claimed in ((3e-3, 1e-3),) + (() if ci else ((0.5e-3, 1e-3),)):
         ln.set_delay(real)
         ln.delay_s = claimed          # what the check will expect; the bridge gives `real`
         try:
@@ -74,7 +86,8 @@ def t_check_can_fail(ln):
         else:
             raise AssertionError(f"check_rtt passed a {real * 2e3:g} ms link claimed as {claimed * 2e3:g} ms")
     ln.set_delay(1e-3)
-    ln.check_rtt(count=50)
+    if not ci:
+        ln.check_rtt(count=50)
 
 
 def t_order(ln):
@@ -95,7 +108,7 @@ def t_order(ln):
             s.sendto(b"quit", (ln.ip, port))
     finally:
         ln.stop_far(p)
-    assert len(got) > 1500, f"only {len(got)} of 2000 datagrams came back"
+    assert len(got) > 500, f"only {len(got)} of 2000 datagrams came back"
     assert got == sorted(got), "datagrams reordered: " + str([(a, b) for a, b in zip(got, got[1:]) if b < a][:5])
 
 
@@ -141,6 +154,7 @@ def t_teardown(bridge):
 
 
 def main():
+    ci = "--ci" in sys.argv[1:]
     if os.geteuid() != 0 or link.missing_tools():
         print(f"skipped: needs root and {', '.join(link.missing_tools()) or 'root'}")
         print("0 passed, 0 failed, 1 skipped")
@@ -151,10 +165,11 @@ def main():
     try:
         bridge = _bridge_bin(tmp)
         with link.Link(bridge, 0.0) as ln:
-            for t in (t_rtt_within_bound, t_check_can_fail, t_order, t_bytes_whole):
+            tests = ([] if ci else [t_rtt_within_bound]) + [t_never_shorter, t_check_can_fail, t_order, t_bytes_whole]
+            for t in tests:
                 t0 = time.monotonic()
                 try:
-                    t(ln)
+                    t(ln, ci) if t is t_check_can_fail else t(ln)
                     passed += 1
                     print(f"ok   {t.__name__} ({time.monotonic() - t0:.1f} s)")
                 except Exception as e:           # noqa: BLE001 - every failure is reported, the rest still run
