@@ -44,6 +44,7 @@ ROUNDS = 3
 HDFS_RTT_MS = (0.5, 2.0)
 S3_RTT_MS = (2.0, 10.0)
 PROBE_FILES = 3
+LOAD_THREADS = 16
 JOBS = {   # name: (kind, job or query, bfo method, baseline method)
     "mr-read": ("mr", "read-only", "bfo", "combine"),
     "mr-wc": ("mr", "wordcount", "bfo", "combine"),
@@ -312,7 +313,7 @@ def _fsshell(bed, conf_dir, extra_cp, args, log, timeout=3600):
 
 
 def _load(bed, place, log):
-    """The set and the probe into the store, off the clock (at zero delay): FsShell -put -t 8 (HDFS; the probe on
+    """The set and the probe into the store, off the clock (at zero delay): FsShell -put -d -t 16 (HDFS; the probe on
     S3), plain PUTs for the set on S3 (farstores.s3_put_tree); then S3A or HDFS lists what it holds."""
     t0 = time.monotonic()
     if place == "hdfs":
@@ -328,8 +329,9 @@ def _load(bed, place, log):
             continue
         # HDFS, and S3A's own writing checked on the probe
         r = _fsshell(bed, conf, extra, gen + ["-mkdir", "-p", f"{base}/l1"], log)
-        r = r if not r.ok else _fsshell(bed, conf, extra, gen + ["-put", "-t", "8", str(bed.local / part),
-                                                                   f"{base}/l1/{part}"], log)
+        # -d: no <file>._COPYING_ and rename per file (a load parameter, as the threads)
+        r = r if not r.ok else _fsshell(bed, conf, extra, gen + ["-put", "-d", "-t", str(LOAD_THREADS),
+                                                                   str(bed.local / part), f"{base}/l1/{part}"], log)
         if not r.ok:
             raise RuntimeError(f"copying the set into {place} failed (exit {r.returncode}, see {log.name})")
     # what a client lists there: the same number of files and bytes as generated
@@ -457,7 +459,7 @@ def tables(results, merged):
             frac = g["bfo"] / g["base"] if g["base"] > 0 else None
             grow.append([TITLES[name], f"{store} {lo:g} -> {hi:g} ms", f"{g['bfo']:+.2f}", f"{g['base']:+.2f}",
                          f"{frac:.2f}" if frac is not None else "-",
-                         "yes" if frac is not None and frac < 0.25 else "no"])
+                         "-" if frac is None else "yes" if frac < 0.25 else "no"])
     growth = util.md_table(["job", "round trip", "bfo growth s", "baseline growth s", "bfo / baseline growth",
                             "< 1/4"], grow, align=["l", "l"] + ["r"] * 4) if grow else ""
     return main, growth
