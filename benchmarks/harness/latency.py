@@ -135,13 +135,13 @@ def _server_cpu(pids):
     total = 0.0
     for p in pids:
         try:
-            total += hdfs_cpu(p)
+            total += _proc_cpu(p)
         except OSError:
             pass
     return total
 
 
-def hdfs_cpu(pid):
+def _proc_cpu(pid):
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
@@ -338,7 +338,7 @@ def _load(bed, place, log):
     r = util.run(["java", "-Xmx512m", *farstores.java_opts(), "-cp",
                   ":".join(x for x in [str(conf), farstores.cluster_classpath(), extra] if x),
                   "org.apache.hadoop.fs.FsShell", *gen, "-count", f"{base}/l1/all"], timeout=600)
-    lines = [ln for ln in (r.stdout or "").splitlines() if ln.strip().endswith(f"/l1/all")]
+    lines = [ln for ln in (r.stdout or "").splitlines() if ln.strip().endswith("/l1/all")]
     fields = lines[-1].split() if lines else []
     if not r.ok or len(fields) < 3 or fields[1] != str(bed.ref["files"]) or fields[2] != str(bed.ref["bytes"]):
         raise RuntimeError(f"{place} holds {fields[1:3] if len(fields) >= 3 else r.stderr[-300:]} files/bytes "
@@ -522,8 +522,9 @@ def _run_l1(args):
                 results["link"] = link.info
                 if need_far:
                     results["links"].append(_check_link(link, "start"))
-                    if any(p == "hdfs" for p, _ in plan) or need_yarn:
+                    if any(p == "hdfs" for p, _ in plan) or need_yarn:     # (YARN's default file system)
                         bed.hdfs = farstores.FarHdfs(link, work / "hdfs", 2, log_dir=outdir).start()
+                    if any(p == "hdfs" for p, _ in plan):
                         results["load_hdfs_seconds"] = _load(bed, "hdfs", slog)
                         util.log(f"  HDFS loaded in {results['load_hdfs_seconds']:.0f} s")
                     if need_s3:
