@@ -496,24 +496,24 @@ def _run_l1(args):
             raise RuntimeError("cannot compile benchmarks/harness/delaybridge.c:\n" + err)
         snap, program_files = hadoop._build(workdir, args.no_build)
         work = workdir / f"l1-{os.getpid()}"
-        shutil.rmtree(work, ignore_errors=True)
-        work.mkdir(parents=True)
         bed = Bed(root=True, rounds=rounds, timeout=args.timeout, work=work, snap=snap, local=work / "local",
-                  hdfs=None, s3=None, yarn=None, spark={}, outdir=outdir, link_problem=None, spark_heap=os.environ.get("BFO_S1_HEAP", "2g"))
-        bed.job_jar = _job_jar(snap)
-        bed.warm_files = program_files + hadoop._java_files() + [bed.job_jar]
-        bed.s3a_cp, s3a_bytes = farstores.s3a_classpath(workdir) if need_s3 else ("", 0)
-        results["s3a_jars"] = {"classpath": bed.s3a_cp, "bytes": s3a_bytes}
-        bed.snap_s3a = _with_s3a(snap, bed.s3a_cp) if need_s3 else snap
-        if any(JOBS[j][0] == "spark" for j in jobs):
-            bed.spark_cp = spark.classpath(workdir)
-            bed.spark_cp_s3a = bed.spark_cp + ":" + bed.s3a_cp
-        minio = None
-        if need_s3:
-            minio, built = farstores.minio_binary(workdir, args.no_build)
-            results["minio"] = {"binary": str(minio), "bytes": minio.stat().st_size, "build": built}
-        failed = False
+                  hdfs=None, s3=None, yarn=None, spark={}, outdir=outdir, link_problem=None, snap_s3a=None,
+                  spark_heap=os.environ.get("BFO_S1_HEAP", "2g"))
         try:
+            shutil.rmtree(work, ignore_errors=True)
+            work.mkdir(parents=True)
+            bed.job_jar = _job_jar(snap)
+            bed.warm_files = program_files + hadoop._java_files() + [bed.job_jar]
+            bed.s3a_cp, s3a_bytes = farstores.s3a_classpath(workdir) if need_s3 else ("", 0)
+            results["s3a_jars"] = {"classpath": bed.s3a_cp, "bytes": s3a_bytes}
+            bed.snap_s3a = _with_s3a(snap, bed.s3a_cp) if need_s3 else snap
+            if any(JOBS[j][0] == "spark" for j in jobs):
+                bed.spark_cp = spark.classpath(workdir)
+                bed.spark_cp_s3a = bed.spark_cp + ":" + bed.s3a_cp
+            minio = None
+            if need_s3:
+                minio, built = farstores.minio_binary(workdir, args.no_build)
+                results["minio"] = {"binary": str(minio), "bytes": minio.stat().st_size, "build": built}
             util.log(f"generating {files:,} text files in {bed.local}")
             ref, secs = hadoop.generate(bed.local, files, 0)
             bed.ref = ref["all"]
@@ -576,7 +576,8 @@ def _run_l1(args):
                         s.close()
                 shutil.rmtree(work, ignore_errors=True)
                 shutil.rmtree(snap, ignore_errors=True)
-                shutil.rmtree(bed.snap_s3a, ignore_errors=True)
+                if bed.snap_s3a:
+                    shutil.rmtree(bed.snap_s3a, ignore_errors=True)
     merged = summarize(results)
     failed = any(not m["ok"] for m in merged.values())
     main, growth = tables(results, merged)
