@@ -39,6 +39,8 @@ PACKAGES=(
   gzip
   bzip2
   xz-utils
+  dpkg-dev
+  groff-base
 )
 
 case "${1:-}" in
