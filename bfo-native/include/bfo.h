@@ -175,11 +175,19 @@ struct bfo_stats {
 	uint64_t ns_total;
 	uint32_t engine;        /* the engine that read most bytes (enum bfo_engine) */
 	uint32_t engines;       /* bit (1 << engine) for every engine that ran */
-	uint64_t files_by_engine[5];
+	uint64_t files_by_engine[5]; /* files delivered, by the engine that read them
+				   (BFO_ENGINE_NONE: no data read: empty under plan,
+				   metadata only, failed before a read) */
 	uint64_t direct_regions;/* raw: regions read straight into the file's buffer, no copy */
 	uint64_t files_rawmeta; /* raw on ext4: files whose metadata and extents were read from
 				   the inode tables on the device, with no statx, open or FIEMAP */
-	uint64_t reserved[6];
+	/* The paths within an engine, of files delivered (bfo read --stats
+	 * names each): */
+	uint64_t files_raw_itable; /* of files_by_engine[RAW]: metadata from the inode
+				      tables (the others: statx, open and FIEMAP) */
+	uint64_t files_pieces;  /* of files_by_engine[PORTABLE]: files larger than
+				   large_file, read and delivered in pieces */
+	uint64_t reserved[4];
 };
 
 struct bfo_ctx;
@@ -666,6 +674,14 @@ int bfo_copier_recv(struct bfo_copier *c, int fd, const char *dst);
  * thread while a run is going on.  Returns 0.
  */
 int bfo_copier_stats(struct bfo_copier *c, struct bfo_copy_stats *stats);
+
+/*
+ * bfo_copier_read_stats - the read side's statistics (struct bfo_stats:
+ * files per engine and path, I/Os, times) of the last bfo_copier_run() or
+ * bfo_copier_send() once it has returned; all zero before, during, and
+ * after bfo_copier_recv(), which reads no files.  Returns 0, or -EINVAL.
+ */
+int bfo_copier_read_stats(struct bfo_copier *c, struct bfo_stats *stats);
 
 /*
  * bfo_copier_cancel - make a running bfo_copier_run() stop soon (files

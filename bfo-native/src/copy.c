@@ -765,6 +765,7 @@ void copy_run_reset(struct bfo_copier *c)
 	atomic_store(&c->cancel, false);
 	pthread_mutex_lock(&c->lock);
 	memset(&c->st, 0, sizeof(c->st));
+	memset(&c->rst, 0, sizeof(c->rst));
 	pthread_mutex_unlock(&c->lock);
 	c->t0 = bfo_now_ns();
 	c->archive = c->flags & BFO_COPY_ARCHIVE;
@@ -963,6 +964,7 @@ static int run_close(struct bfo_copier *c, struct run *r)
 	c->w = NULL;
 	pthread_mutex_lock(&c->lock);
 	c->st.read_engine = rst.engine;
+	c->rst = rst;
 	c->st.write_engine = wst.engine;
 	c->st.ns_total = bfo_now_ns() - c->t0;
 	if (c->oom)
@@ -1108,6 +1110,7 @@ BFO_API int bfo_copier_send(struct bfo_copier *c, const char *const *srcs, unsig
 	c->rctx = NULL;
 	pthread_mutex_lock(&c->lock);
 	c->st.read_engine = rst.engine;
+	c->rst = rst;
 	c->st.ns_total = bfo_now_ns() - c->t0;
 	if (c->oom)
 		c->st.errors++;
@@ -1128,6 +1131,16 @@ BFO_API int bfo_copier_stats(struct bfo_copier *c, struct bfo_copy_stats *st)
 	*st = c->st;
 	if (!st->ns_total && c->t0)
 		st->ns_total = bfo_now_ns() - c->t0;
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+BFO_API int bfo_copier_read_stats(struct bfo_copier *c, struct bfo_stats *st)
+{
+	if (!c || !st)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	*st = c->rst;
 	pthread_mutex_unlock(&c->lock);
 	return 0;
 }

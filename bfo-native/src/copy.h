@@ -55,6 +55,7 @@ struct bfo_copier {
 	atomic_bool cancel;
 	pthread_mutex_t lock;       /* guards st for readers on other threads */
 	struct bfo_copy_stats st;
+	struct bfo_stats rst;       /* the read side's, once a run or send returned */
 
 	/* one run */
 	bool archive;

@@ -61,6 +61,7 @@
 
 _Static_assert(sizeof(struct bfo_file) == 160, "struct bfo_file is a fixed 160-byte layout");
 _Static_assert(sizeof(struct bfo_wentry) == 128, "struct bfo_wentry is a fixed 128-byte layout");
+_Static_assert(sizeof(struct bfo_stats) == 224, "struct bfo_stats is a fixed 224-byte layout");
 
 BFO_API int bfo_version(void)
 {
@@ -532,6 +533,10 @@ void ctx_push_result_locked(struct bfo_ctx *ctx, struct window *w, uint32_t ei,
 		if (e->engine < 5)
 			ctx->st.files_by_engine[e->engine]++;
 		ctx->st.engines |= 1u << e->engine;
+		if (e->engine == BFO_ENGINE_RAW && e->rawino)
+			ctx->st.files_raw_itable++;
+		if (e->route == R_PIECES)
+			ctx->st.files_pieces++;
 	}
 	if (e->status < 0 && (ctx->o.flags & BFO_READ_STOP_ON_ERROR)) {
 		ctx->stop_on_error_hit = true;

@@ -98,6 +98,36 @@ int cli_size(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 	return 0;
 }
 
+void cli_print_engines(FILE *f, const char *indent, const struct bfo_stats *st)
+{
+	const uint64_t *n = st->files_by_engine;
+	bool any = false;
+
+	fprintf(f, "%sfiles by engine:", indent);
+	for (int e = BFO_ENGINE_RAW; e <= BFO_ENGINE_NONE; e++) {
+		if (!n[e])
+			continue;
+		fprintf(f, "%s %s %" PRIu64, any ? "," : "", e == BFO_ENGINE_NONE ? "no data read" :
+			bfo_engine_name(e), n[e]);
+		if (e == BFO_ENGINE_RAW && st->files_raw_itable)
+			fprintf(f, " (%" PRIu64 " with metadata from the inode tables, %" PRIu64
+				" through statx and FIEMAP)", st->files_raw_itable, n[e] - st->files_raw_itable);
+		else if (e == BFO_ENGINE_RAW)
+			fprintf(f, " (through statx and FIEMAP)");
+		if (e == BFO_ENGINE_PORTABLE && st->files_pieces)
+			fprintf(f, " (%" PRIu64 " large file%s in pieces, %" PRIu64 " whole)", st->files_pieces,
+				st->files_pieces == 1 ? "" : "s", n[e] - st->files_pieces);
+		any = true;
+	}
+	if (!any)
+		fprintf(f, " none");
+	if (st->fallback_files)
+		fprintf(f, "; %" PRIu64 " left the raw or uring path for a per-file read", st->fallback_files);
+	if (st->engine != BFO_ENGINE_NONE)
+		fprintf(f, "; most bytes: %s", bfo_engine_name((int)st->engine));
+	fputc('\n', f);
+}
+
 /* Why a journal directory is refused (journal.c's trust rule), or NULL. */
 static const char *journal_refusal(const char *dir)
 {

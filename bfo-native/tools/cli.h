@@ -43,6 +43,15 @@ bool cli_write_opt(int opt, int choice, struct bfo_write_opts *wo);
  * one (*out then unchanged). */
 int cli_size(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
+struct bfo_stats;
+
+/* What read the files of a batch, one line on f after indent: the files
+ * of each engine that ran, and within an engine each path (raw: metadata
+ * from the inode tables or through statx and FIEMAP; portable: large files
+ * in pieces), the files that fell back to a per-file read, and the engine
+ * that read most bytes. */
+void cli_print_engines(FILE *f, const char *indent, const struct bfo_stats *st);
+
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t cli_now_ns(void);
 

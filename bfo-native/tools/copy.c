@@ -108,10 +108,11 @@ static char **far_argv(const struct cp_args *a, bool recv, const char *const *pa
 		v[k++] = (char *)cli_durabilities[a->c.wo.durability];
 		v[k++] = "--write-engine";
 		v[k++] = (char *)cli_wengines[a->c.wo.engine];
-		/* What was written and skipped is known there: its line. */
-		if (a->c.stats)
-			v[k++] = "--stats";
 	}
+	/* What was written and skipped (recv), or read (send), is known
+	 * there: its line. */
+	if (a->c.stats)
+		v[k++] = "--stats";
 	v[k++] = "--";
 	for (unsigned i = 0; i < n; i++)
 		v[k++] = (char *)(*paths[i] ? paths[i] : ".");

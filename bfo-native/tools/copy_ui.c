@@ -87,6 +87,13 @@ void copy_ui_end(struct copy_ui *ui, struct bfo_copier *c, bool stats)
 		fprintf(stderr, "; write engine %s, %" PRIu64 " batches",
 			bfo_wengine_name((int)st.write_engine), st.batches);
 	fprintf(stderr, "\n");
+	/* The read side, when it ran here (not in bfo recv): which engine
+	 * and path read how many files.  "read engine" above is the one that
+	 * read most bytes. */
+	struct bfo_stats rst;
+
+	if (!bfo_copier_read_stats(c, &rst) && rst.files)
+		cli_print_engines(stderr, "  read: ", &rst);
 }
 
 int copy_ui_exit(int ret)

@@ -102,16 +102,12 @@ void print_stats(struct bfo_ctx *ctx, const struct bfo_stats *st, bool plan, uin
 		plan ? "plan" : "read", st->files, st->files_ok, st->files_failed,
 		(double)st->bytes / 1e6, secs(st->ns_total),
 		st->ns_total ? (double)st->bytes / 1e6 / secs(st->ns_total) : 0.0);
-	fprintf(stderr, "  engine %s;", bfo_engine_name((int)st->engine));
-	for (int e = BFO_ENGINE_RAW; e <= BFO_ENGINE_NONE; e++)
-		if (st->files_by_engine[e])
-			fprintf(stderr, " %s %" PRIu64 " files", bfo_engine_name(e), st->files_by_engine[e]);
-	fprintf(stderr, "\n  I/Os %" PRIu64 ", merged regions %" PRIu64 " (%" PRIu64 " read straight into"
+	cli_print_engines(stderr, "  ", st);
+	fprintf(stderr, "  I/Os %" PRIu64 ", merged regions %" PRIu64 " (%" PRIu64 " read straight into"
 		" their file's buffer), extents %" PRIu64
-		", device bytes %.1f MB (read through gaps %.1f MB), per-file fallbacks %" PRIu64
-		", windows %" PRIu64 "\n",
+		", device bytes %.1f MB (read through gaps %.1f MB), windows %" PRIu64 "\n",
 		st->ios, st->regions, st->direct_regions, st->extents, (double)st->device_bytes / 1e6,
-		(double)st->gap_bytes / 1e6, st->fallback_files, st->windows);
+		(double)st->gap_bytes / 1e6, st->windows);
 	if (st->files_rawmeta)
 		fprintf(stderr, "  metadata of %" PRIu64 " files from the inode tables on the device"
 			" (no statx, open or FIEMAP)\n", st->files_rawmeta);
@@ -158,6 +154,15 @@ void print_json(const struct bfo_stats *st, uint64_t skipped)
 	json_engines(st, false);
 	printf("],\"files_by_engine\":{");
 	json_engines(st, true);
-	printf("},\"seconds\":{\"meta\":%.6f,\"data\":%.6f,\"total\":%.6f}}\n",
+	/* Each file counted once, in the path that delivered it. */
+	uint64_t raw = st->files_by_engine[BFO_ENGINE_RAW], por = st->files_by_engine[BFO_ENGINE_PORTABLE];
+
+	printf("},\"files_raw_itable\":%" PRIu64 ",\"files_pieces\":%" PRIu64
+	       ",\"files_by_path\":{\"raw_itable\":%" PRIu64 ",\"raw_fiemap\":%" PRIu64 ",\"uring\":%" PRIu64
+	       ",\"portable\":%" PRIu64 ",\"pieces\":%" PRIu64 ",\"none\":%" PRIu64 "}",
+	       st->files_raw_itable, st->files_pieces, st->files_raw_itable, raw - st->files_raw_itable,
+	       st->files_by_engine[BFO_ENGINE_URING], por - st->files_pieces, st->files_pieces,
+	       st->files_by_engine[BFO_ENGINE_NONE]);
+	printf(",\"seconds\":{\"meta\":%.6f,\"data\":%.6f,\"total\":%.6f}}\n",
 	       secs(st->ns_meta), secs(st->ns_data), secs(st->ns_total));
 }
