@@ -372,8 +372,11 @@ static long stats_skipped(const char *err, const char *what)
 		int len = (int)(end - l);
 		const char *s = memmem(l, (size_t)(end - l), " skipped in ", 12);
 
-		TW_CHECK((!strncmp(l, "bfo cp: ", 8) || !strncmp(l, "bfo recv: ", 10)) &&
-			 memmem(l, (size_t)(end - l), " files, ", 8),
+		/* each side's line (the far send's too, pulling), and under a
+		 * reading side's its read engines' */
+		TW_CHECK(((!strncmp(l, "bfo cp: ", 8) || !strncmp(l, "bfo recv: ", 10) ||
+			   !strncmp(l, "bfo send: ", 10)) && memmem(l, (size_t)(end - l), " files, ", 8)) ||
+			 !strncmp(l, "  read: files by engine: ", 25),
 			 "[%s] a line on stderr that is no stats line: %.*s", what, len, l);
 		if (s) {
 			const char *d = s;
