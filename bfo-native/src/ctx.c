@@ -541,6 +541,7 @@ void ctx_push_result_locked(struct bfo_ctx *ctx, struct window *w, uint32_t ei,
 	if (e->status < 0 && (ctx->o.flags & BFO_READ_STOP_ON_ERROR)) {
 		ctx->stop_on_error_hit = true;
 		ctx->bstate = B_STOPPING;
+		atomic_store(&ctx->stopping, true);
 		ctx->in_len = ctx->in_pos = 0;
 		ctx->in_count = ctx->cut_count = 0;
 		ctx_wake_dispatcher(ctx);
@@ -585,6 +586,7 @@ static void batch_begin_locked(struct bfo_ctx *ctx)
 	ctx->next_window_files = MIN(ctx->o.window_files, FIRST_WINDOW_FILES);
 	ctx->stop_on_error_hit = false;
 	ctx->bstate = B_ACTIVE;
+	atomic_store(&ctx->stopping, false);
 	ctx->t_batch_start = bfo_now_ns();
 	ctx->t_meta_since = ctx->t_data_since = 0;
 }
@@ -878,6 +880,7 @@ static void stop_locked(struct bfo_ctx *ctx)
 	ctx->in_len = ctx->in_pos = 0;
 	ctx->in_count = ctx->cut_count = 0;
 	ctx->bstate = B_STOPPING;
+	atomic_store(&ctx->stopping, true);
 	ctx_wake_dispatcher(ctx);
 	pthread_cond_broadcast(&ctx->cond);
 }

@@ -5,6 +5,7 @@
 #define BFO_CTX_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -48,6 +49,9 @@ struct bfo_ctx {
 
 	/* batch state, under lock */
 	enum batch_state bstate;
+	/* bstate is B_STOPPING: read by pool tasks without the lock, so a
+	 * window's metadata phase ends early when its batch stopped. */
+	atomic_bool stopping;
 	bool stop_on_error_hit;
 	bool shutdown;
 	uint64_t next_index;

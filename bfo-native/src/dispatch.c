@@ -446,6 +446,8 @@ static void reap_one(struct disp *d, struct io_uring_cqe *cqe)
 	struct uring_state *u = d->u;
 	uint64_t ud = cqe->user_data;
 
+	if (ud == UD_CANCEL)
+		return;
 	if (ud == UD_EVFD) {
 		drain_evfd(d->ctx->evfd);
 		if (!(cqe->flags & IORING_CQE_F_MORE))
@@ -979,6 +981,7 @@ void *dispatcher_main(void *arg)
 		take_jobs(&d, jobs);
 		/* Its io_uring opens run with its credentials. */
 		sysstate_adopt_creds(&ctx->sys, &d.creds_seen);
+		ring_cancel_inflight(d.u, stopping);
 		if (!stopping) {
 			submit_work(&d);
 			break_stall(&d);

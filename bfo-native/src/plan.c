@@ -814,10 +814,12 @@ static void phase1_task(struct pool_task *pt)
 	for (uint32_t i = t->first; i < t->first + t->count; i++)
 		if (w->e[i].hinted)
 			t->ibuf.upto = MAX(t->ibuf.upto, w->e[i].ino);
-	for (uint32_t i = t->first; i < t->first + t->count; i++)
+	/* A stopped batch drops the window in phase1_done (the batch cannot
+	 * end before): its files need no metadata, nor its devices a sync. */
+	for (uint32_t i = t->first; i < t->first + t->count && !atomic_load(&t->ctx->stopping); i++)
 		phase1_file(t, &w->e[i]);
 	if (atomic_fetch_sub(&w->tasks_left, 1) == 1) {
-		if (w->nhint_devs && !dirhint_sync(w))
+		if (w->nhint_devs && !atomic_load(&t->ctx->stopping) && !dirhint_sync(w))
 			w->unsynced = true;
 		phase1_done(t->ctx, w);
 	}
@@ -842,7 +844,8 @@ static void phase0_task(struct pool_task *pt)
 
 	for (uint32_t k = 0; k < w->ntasks; k++)
 		task_paths(w, &w->tasks[k]);
-	dirhint_window(ctx, w);
+	if (!atomic_load(&ctx->stopping))   /* else phase 1 drops the window */
+		dirhint_window(ctx, w);
 	if (bfo_trace_start) {
 		uint32_t hinted = 0;
 

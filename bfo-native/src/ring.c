@@ -200,3 +200,22 @@ void drain_evfd(int evfd)
 	while (read(evfd, &v, sizeof(v)) == sizeof(v))
 		;
 }
+
+void ring_cancel_inflight(struct uring_state *u, bool stopping)
+{
+	struct io_uring_sqe *sqe;
+
+	if (!u)
+		return;
+	if (!stopping) {
+		u->cancel_sent = false;
+		return;
+	}
+	if (u->cancel_sent || !u->ops_busy)
+		return;
+	sqe = get_sqe(u);
+	io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+	sqe->user_data = UD_CANCEL;
+	io_uring_submit(&u->ring);
+	u->cancel_sent = true;
+}

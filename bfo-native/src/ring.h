@@ -21,6 +21,8 @@ struct window;
  * else is op + 1. */
 #define UD_EVFD UINT64_MAX
 #define UD_OPEN (1ull << 62)
+/* ring_cancel_inflight's own request: its completion means nothing. */
+#define UD_CANCEL (UINT64_MAX - 1)
 /* op.res of a region read straight into its file's buffer: no region buffer. */
 #define RBUF_NONE UINT32_MAX
 
@@ -51,12 +53,23 @@ struct uring_state {
 	unsigned nrbuf, nrbuf_free;
 	uint32_t *rbuf_free;
 	bool rbuf_fixed, rbuf_tried;
+	bool cancel_sent;       /* this stop's ring_cancel_inflight went */
 };
 
 /* NULL, with the reason in why, when io_uring cannot serve the readers
  * (refused, too old, no direct descriptors). */
 struct uring_state *uring_create(unsigned qd, char *why, size_t len);
 void uring_free(struct uring_state *u);
+/*
+ * A batch that stops (bfo_read_cancel) does not wait for the reads it
+ * queued: once per stop, every request of the ring not yet running is
+ * cancelled (IORING_ASYNC_CANCEL_ANY; each completes with -ECANCELED, the
+ * eventfd's poll too, which the dispatcher arms again).  Reads already at
+ * the device complete as usual.  Called by the dispatcher on each round
+ * with whether the batch is stopping.
+ */
+void ring_cancel_inflight(struct uring_state *u, bool stopping);
+
 /* An SQE, submitting what is queued first when the ring is full. */
 struct io_uring_sqe *get_sqe(struct uring_state *u);
 /* A free op for kind (the caller checked ops_busy < nops); its index. */
