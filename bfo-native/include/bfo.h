@@ -529,6 +529,20 @@ int bfo_writer_write(struct bfo_writer *w, struct bfo_wentry *entries, unsigned 
 int bfo_writer_stats(struct bfo_writer *w, struct bfo_write_stats *stats);
 
 /*
+ * bfo_writer_cancel - make the writer stop soon, from any thread or a
+ * signal handler (async-signal-safe): in the batch in progress, files not
+ * begun yet fail with -ECANCELED and are never made, those begun are
+ * finished, and the batch ends as any batch does (its durability point,
+ * one syncfs of what it wrote); later batches write nothing (every entry
+ * -ECANCELED).  bfo_writer_close() then skips the syncfs that would make
+ * BFO_DURABILITY_CLOSE's deferred batches durable (up to 64 of them):
+ * their manifests stay in ROOT/.bfo-journal, where bfo_journal_recover()
+ * (`bfo recover`, or the next writer opened on ROOT) checks their files,
+ * as after a crash.  No file is left torn.  Returns 0, or -EINVAL.
+ */
+int bfo_writer_cancel(struct bfo_writer *w);
+
+/*
  * bfo_writer_close - apply the metadata of directories written (times
  * last, deepest first, as cp -a and tar do), drop pieces of files that
  * never got their last piece, make that durable (unless DURABILITY_NONE),

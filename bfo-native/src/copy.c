@@ -261,6 +261,10 @@ void copy_batch_done(struct bfo_copier *c)
 	for (size_t i = 0; i < c->n; i++) {
 		const struct bfo_wentry *e = &c->e[i];
 
+		/* Not begun: the batch was stopped (a cancel, a broken stream,
+		 * or STOP_ON_ERROR after a failure that is reported). */
+		if (e->status == -ECANCELED)
+			continue;
 		if (e->status) {
 			char *full = c->root ? join(c->root, e->path) : NULL;
 
@@ -288,7 +292,7 @@ static void send_batch(struct bfo_copier *c)
 	int ret = atomic_load(&c->cancel) ? 0 : wire_out_batch(c->out, c->e, c->sizes, c->n);
 
 	if (atomic_load(&c->cancel) || ret) {
-		if (ret) {
+		if (ret && ret != -ECANCELED) {     /* a cancel cut the frame short: ours */
 			copy_report(c, ret == -EPIPE ? "the receiver went away" : "writing the stream", ret);
 			c->send_err = ret;
 			atomic_store(&c->cancel, true);
@@ -297,9 +301,12 @@ static void send_batch(struct bfo_copier *c)
 	}
 }
 
-/* Write the batch, report its failures, give the read entries back. */
+/* Write the batch, report its failures, give the read entries back;
+ * cancelled, the batch is dropped unwritten. */
 static void flush(struct bfo_copier *c)
 {
+	if (atomic_load(&c->cancel))
+		c->n = 0;
 	if (c->n && c->out)
 		send_batch(c);
 	if (c->n) {
@@ -504,6 +511,10 @@ static void drain(struct bfo_copier *c, int timeout_ms, bool final)
 	if (!c->reading)
 		return;                  /* nothing submitted: no batch to wait on */
 	for (;;) {
+		/* Cancelled: the reads in flight end, no more start, and what
+		 * still comes is dropped (flush writes nothing). */
+		if (atomic_load(&c->cancel))
+			bfo_read_cancel(c->rctx);
 		k = bfo_read_wait(c->rctx, files, 256, final ? -1 : timeout_ms);
 		if (k > 0) {
 			for (int i = 0; i < k; i++)
@@ -828,6 +839,7 @@ static int run_open(struct bfo_copier *c, struct run *r)
 
 	if (ret)
 		return ret;
+	writer_cancel_with(c->w, &c->cancel, NULL);   /* a cancel stops its batch too */
 	/* The root's own metadata (when it stands for a source directory)
 	 * goes to the directory the writer opened, not to whatever has its
 	 * name by the end. */
@@ -1051,7 +1063,7 @@ static int send_run(struct bfo_copier *c, const char *const *srcs, unsigned nsrc
 	const char **kept = calloc(nsrc, sizeof(*kept));
 	char **names = calloc(nsrc, sizeof(*names));
 	struct run r = { .send = true, .root_fd = -1 };
-	struct wire_out out = { .fd = -1 };
+	struct wire_out out = { .fd = -1, .cancel = &c->cancel };
 	struct wire_end end = { 0 };
 	uint32_t k = 0;
 	int ret = -ENOMEM;

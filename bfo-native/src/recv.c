@@ -57,6 +57,10 @@ struct rx {
 	pthread_t thread;
 	bool started;
 	bool stop;                  /* the writing side is done: the reader ends */
+	/* The stream broke (ended before its end frame, or bad): the batch
+	 * being written stops and the frames still buffered are dropped, so
+	 * a receiver whose sender died (or was interrupted) ends at once. */
+	atomic_bool broken;
 	int stopfd[2];              /* its wakeup while it waits for the stream */
 	pthread_mutex_t m;
 	pthread_cond_t cv;
@@ -214,6 +218,8 @@ static void *reader(void *arg)
 		s->why = NULL;
 		s->status = read_frame(x, s);
 		last = s->eof || s->status || s->f.kind == WIRE_END;
+		if (s->eof || s->status)
+			atomic_store(&x->broken, true);
 		pthread_mutex_lock(&x->m);
 		x->produced++;
 		pthread_cond_broadcast(&x->cv);
@@ -296,8 +302,11 @@ static int on_sources(struct rx *x, struct slot *s, const char *dst)
 		x->src[i].name = NULL;      /* the frame's buffer is reused */
 	if (!ret)
 		ret = bfo_writer_open(&c->w, c->root, &c->wo);
-	if (!ret)
+	if (!ret) {
+		/* a cancel or a broken stream stops its batch too */
+		writer_cancel_with(c->w, &c->cancel, &x->broken);
 		x->root_fd = writer_root_fd(c->w);
+	}
 	return ret;
 }
 
@@ -529,6 +538,8 @@ static int receive(struct rx *x, const char *dst)
 		} else if (s->f.kind == WIRE_SOURCES) {
 			ret = on_sources(x, s, dst);
 			sources = !ret;
+		} else if (s->f.kind == WIRE_BATCH && atomic_load(&x->broken)) {
+			ret = 0;        /* the stream broke after it: dropped (see rx.broken) */
 		} else if (s->f.kind == WIRE_BATCH) {
 			ret = on_batch(x, s);
 			if (!ret && x->too_many)

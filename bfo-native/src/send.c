@@ -20,10 +20,14 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 	       "xattrs go on the wire in the writer's host-order packing, little-endian");
 
-/* All of iov[0..n) to fd, continuing short writes. */
-static int write_all(int fd, struct iovec *iov, size_t n)
+/* All of iov[0..n) to fd, continuing short writes; -ECANCELED once
+ * *cancel is set (a signal's EINTR, or the short write it made, comes
+ * back here). */
+static int write_all(int fd, struct iovec *iov, size_t n, const atomic_bool *cancel)
 {
 	while (n) {
+		if (cancel && atomic_load(cancel))
+			return -ECANCELED;
 		ssize_t k = writev(fd, iov, (int)MIN(n, (size_t)IOV_MAX));
 
 		if (k < 0) {
@@ -92,7 +96,7 @@ static int frame_send(struct wire_out *o, uint32_t kind)
 	wire_put64(o->meta + o->meta_len, wire_meta_hash(o->meta, o->meta + WIRE_HEAD_LEN, rec));
 	o->meta_len += WIRE_HASH_LEN;
 	o->iov[0] = (struct iovec){ o->meta, o->meta_len };
-	ret = write_all(o->fd, o->iov, o->niov);
+	ret = write_all(o->fd, o->iov, o->niov, o->cancel);
 	o->entries += kind == WIRE_BATCH ? o->count : 0;
 	return ret ? ret : frame_begin(o);
 }
@@ -199,8 +203,8 @@ int wire_out_start(struct wire_out *o, int fd, uint32_t flags, const struct wire
 	struct iovec iov = { start, wire_start_put(start, flags) };
 	int ret;
 
-	*o = (struct wire_out){ .fd = fd };
-	if ((ret = write_all(fd, &iov, 1)) || (ret = frame_begin(o)))
+	*o = (struct wire_out){ .fd = fd, .cancel = o->cancel };   /* cancel: the caller's */
+	if ((ret = write_all(fd, &iov, 1, o->cancel)) || (ret = frame_begin(o)))
 		return ret;
 	for (uint32_t i = 0; i < n; i++) {
 		if ((ret = reserve(o, WIRE_SOURCE_LEN + s[i].name_len, 0)))

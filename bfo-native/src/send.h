@@ -8,6 +8,7 @@
 #ifndef BFO_SEND_H
 #define BFO_SEND_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,6 +19,9 @@ struct iovec;
 
 struct wire_out {
 	int fd;
+	/* Set (the copier cancelled): a frame being written stops where it
+	 * is, so the receiver sees the stream cut at once; NULL: never. */
+	const atomic_bool *cancel;
 	uint8_t *meta;              /* the frame being built: head, records, hash */
 	size_t meta_len, meta_cap;
 	struct iovec *iov;          /* iov[0] the meta; then data in the caller's entries */

@@ -274,16 +274,37 @@ static int depth_cmp(const void *a, const void *b)
 	return dx < dy ? 1 : dx > dy ? -1 : 0;
 }
 
+BFO_API int bfo_writer_cancel(struct bfo_writer *w)
+{
+	if (!w)
+		return -EINVAL;
+	atomic_store(&w->cancel, true);
+	return 0;
+}
+
+void writer_cancel_with(struct bfo_writer *w, const atomic_bool *flag, const atomic_bool *flag2)
+{
+	w->cancel_also[0] = flag;
+	w->cancel_also[1] = flag2;
+}
+
 BFO_API int bfo_writer_close(struct bfo_writer *w)
 {
 	char dir[BFO_WPATH_MAX];
+	bool cancelled;
 	int ret;
 
 	if (!w)
 		return 0;
 	ret = w->first_err;
-	/* A failed syncfs leaves the manifests: recovery decides. */
-	int sr = sync_deferred(w);
+	/* A failed syncfs leaves the manifests: recovery decides.  So does
+	 * bfo_writer_cancel(), which skips the syncfs (that may wait for
+	 * every dirty byte of the file system) and leaves the deferred
+	 * batches' manifests for recovery to check.  A copier's cancel
+	 * (cancel_also) only stops the batches: a copy ends durable and
+	 * without a journal, as bfo_copier_cancel() promises. */
+	cancelled = atomic_load(&w->cancel);
+	int sr = cancelled ? 0 : sync_deferred(w);
 
 	if (sr < 0 && !ret)
 		ret = sr;
@@ -318,7 +339,8 @@ BFO_API int bfo_writer_close(struct bfo_writer *w)
 		free(d->xattrs);
 	}
 	free(w->dirs);
-	if (w->o.durability != BFO_DURABILITY_NONE && w->ndirs && syncfs(w->rootfd) < 0 && !ret)
+	if (w->o.durability != BFO_DURABILITY_NONE && w->ndirs && !cancelled && syncfs(w->rootfd) < 0 &&
+	    !ret)
 		ret = -errno;
 	pool_stop(&w->pool);
 	journal_leave(w);

@@ -18,6 +18,12 @@
 _Static_assert(BFO_WPATH_MAX <= 65536, "manifest path lengths are 16 bits");
 #define BFO_TMP_PREFIX ".bfo-tmp."
 
+/* A copier's writer also stops when *flag or *flag2 (may be NULL) is set,
+ * as by bfo_writer_cancel(): the copier's cancel (async-signal-safe, the
+ * writer coming and going under it), a receiver's broken stream.  write.c */
+struct bfo_writer;
+void writer_cancel_with(struct bfo_writer *w, const atomic_bool *flag, const atomic_bool *flag2);
+
 /* wpath.c */
 int wpath_check(const char *rel);
 int wpath_open_dir(int rootfd, const char *dir, bool create);

@@ -87,7 +87,7 @@ static void link_pass(struct wbatch *b)
 
 		if (e->type != BFO_WTYPE_HARDLINK || e->status)
 			continue;
-		if (atomic_load(&b->stop)) {
+		if (batch_stopped(b)) {
 			e->status = -ECANCELED;
 			continue;
 		}
@@ -462,7 +462,7 @@ static int batch_data(struct wbatch *b)
 	batch_round(b, b->nearly, b->ntasks);
 	for (uint32_t i = 0; i < b->n; i++)
 		if (b->piece[i] && !b->e[i].status)
-			set_status(b, i, atomic_load(&b->stop) ? -ECANCELED : write_piece(b, i));
+			set_status(b, i, batch_stopped(b) ? -ECANCELED : write_piece(b, i));
 	/* Hard links after everything they may link to exists by its name:
 	 * with REPLACE that is after the renames (batch_sync). */
 	if (!b->temps)
@@ -581,6 +581,12 @@ BFO_API int bfo_writer_write(struct bfo_writer *w, struct bfo_wentry *e, unsigne
 		return -EINVAL;
 	if (n == 0)
 		return 0;
+	if (writer_cancelled(w)) {       /* nothing more begins */
+		for (unsigned i = 0; i < n; i++)
+			e[i].status = -ECANCELED;
+		w->st.failed += n;
+		return (int)n;
+	}
 	ret = batch_alloc(&b);
 	if (!ret) {
 		batch_plan(&b);

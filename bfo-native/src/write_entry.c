@@ -263,7 +263,7 @@ void group_task(struct pool_task *pt)
 
 		if (e->status || (b->files_done && e->type == BFO_WTYPE_FILE))
 			continue;
-		if (atomic_load(&b->stop)) {
+		if (batch_stopped(b)) {
 			e->status = -ECANCELED;
 			continue;
 		}

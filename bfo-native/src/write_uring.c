@@ -120,7 +120,7 @@ static int uchains_init(struct uchains *u, unsigned qd)
 static uint32_t uchains_open(struct wbatch *b, struct uchains *u, const uint32_t *idx,
 			     const int *dfds, uint32_t sub, uint32_t n)
 {
-	while (u->nfree && sub < n && !atomic_load(&b->stop)) {
+	while (u->nfree && sub < n && !batch_stopped(b)) {
 		uint32_t i = idx[sub], s = u->free_slots[--u->nfree];
 		const char *name = entry_name(b, i);
 		struct io_uring_sqe *q;
@@ -205,7 +205,7 @@ static int uring_files(struct wbatch *b, uint32_t *idx, int *dfds, uint32_t n)
 		return ret;
 	while (done < n) {
 		/* STOP_ON_ERROR: what is not submitted yet is cancelled. */
-		while (sub < n && atomic_load(&b->stop)) {
+		while (sub < n && batch_stopped(b)) {
 			b->e[idx[sub]].status = -ECANCELED;
 			sub++;
 			done++;

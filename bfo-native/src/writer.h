@@ -79,6 +79,12 @@ struct bfo_writer {
 		char mname[96];
 	} deferred[DEFER_MAX_BATCHES];
 	unsigned ndeferred;
+	/* bfo_writer_cancel(), or its copier's cancel or broken stream
+	 * (writer_cancel_with): batches stop between files and later ones
+	 * write nothing; after bfo_writer_cancel() alone, close also leaves
+	 * the deferred batches to recovery. */
+	atomic_bool cancel;
+	const atomic_bool *cancel_also[2];
 };
 
 /* A batch: one bfo_writer_write call. */
@@ -112,6 +118,18 @@ struct wbatch {
 	bool files_done;
 	atomic_bool stop;           /* STOP_ON_ERROR hit */
 };
+
+static inline bool writer_cancelled(const struct bfo_writer *w)
+{
+	return atomic_load(&w->cancel) || (w->cancel_also[0] && atomic_load(w->cancel_also[0])) ||
+	       (w->cancel_also[1] && atomic_load(w->cancel_also[1]));
+}
+
+/* Files not begun yet are not begun: STOP_ON_ERROR hit, or cancelled. */
+static inline bool batch_stopped(struct wbatch *b)
+{
+	return atomic_load(&b->stop) || writer_cancelled(b->w);
+}
 
 struct wtask {
 	struct pool_task task;
