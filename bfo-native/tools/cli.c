@@ -56,12 +56,42 @@ void cli_progress_tick(struct cli_progress *p, uint64_t files, uint64_t bytes, b
 		p->what ? " " : "", files, (double)bytes / 1e6, s > 0 ? (double)bytes / 1e6 / s : 0.0);
 }
 
-void cli_on_signals(void (*handler)(int))
-{
-	struct sigaction sa = { .sa_handler = handler };
+volatile sig_atomic_t cli_signal;
+static void (*signal_hook)(int);
 
+static void on_signal(int sig)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	int saved = errno;
+
+	if (!cli_signal)
+		cli_signal = sig;
+	sigaction(SIGINT, &dfl, NULL);
+	sigaction(SIGTERM, &dfl, NULL);
+	if (signal_hook)
+		signal_hook(sig);
+	errno = saved;
+}
+
+void cli_on_signals(void (*hook)(int sig), bool restart)
+{
+	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = restart ? SA_RESTART : 0 };
+
+	/* Both blocked while the handler runs: it sees one signal, whose
+	 * hook runs once; the next finds the default action. */
+	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, SIGINT);
+	sigaddset(&sa.sa_mask, SIGTERM);
+	signal_hook = hook;
+	if (cli_signal)
+		return;            /* the first came already: the defaults stay */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+}
+
+int cli_exit_signal(void)
+{
+	return CLI_EXIT_SIGNALED + (cli_signal ? cli_signal : SIGINT);
 }
 
 bool cli_write_opt(int opt, int choice, struct bfo_write_opts *wo)

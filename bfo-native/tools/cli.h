@@ -7,11 +7,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <signal.h>
+
 /* Exit status of every subcommand: 0 all done, 1 some files failed (each
- * named on stderr), 2 usage or setup error, 130 interrupted. */
+ * named on stderr), 2 usage or setup error, 128 + the signal when ended by
+ * SIGINT (130) or SIGTERM (143). */
 #define CLI_EXIT_SOME_FAILED 1
 #define CLI_EXIT_USAGE 2
-#define CLI_EXIT_INTERRUPTED 130
+#define CLI_EXIT_SIGNALED 128
 
 /* Progress on stderr, at most four times a second, when enabled (by
  * default: when stderr is a terminal): "[what ]N files, X MB, Y MB/s",
@@ -28,8 +31,22 @@ void cli_progress_init(struct cli_progress *p, const char *what, int enabled);
 bool cli_progress_due(const struct cli_progress *p);
 void cli_progress_tick(struct cli_progress *p, uint64_t files, uint64_t bytes, bool final);
 
-/* SIGINT and SIGTERM to handler, which must be async-signal-safe. */
-void cli_on_signals(void (*handler)(int));
+/*
+ * SIGINT and SIGTERM end a command within a second, as cp, tar and rsync
+ * end: the first is noted in cli_signal and hook (async-signal-safe, may
+ * be NULL) called, which stops the work (bfo_copier_cancel,
+ * bfo_writer_cancel); the command then ends its batch without a torn file
+ * and exits with cli_exit_signal().  The default action comes back for
+ * both at once, so a second signal ends bfo where it is (the journal and
+ * `bfo recover` cover that, as a crash).  Without restart, a system call
+ * the signal interrupts fails with EINTR (a read of stdin that would wait
+ * for the writer of a pipe); with it, it goes on (stdout of bfo read, so
+ * that no line is cut).
+ */
+extern volatile sig_atomic_t cli_signal;
+void cli_on_signals(void (*hook)(int sig), bool restart);
+/* 128 + the signal that came (130 for SIGINT, 143 for SIGTERM). */
+int cli_exit_signal(void);
 
 struct bfo_write_opts;
 

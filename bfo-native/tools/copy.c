@@ -158,7 +158,7 @@ static int copy_remote(struct cp_args *a, struct remote_arg *hosts, bool to_remo
 		cli_dest_error("cp", a->dst, ret);
 	copy_ui_end(&ui, c, a->c.stats);
 	local = ret == -EPIPE ? CLI_EXIT_SOME_FAILED : copy_ui_exit(ret);
-	far = remote_finish(&r, "cp", a->rsh, a->remote_bfo);
+	far = remote_finish(&r, "cp", a->rsh, a->remote_bfo, cli_signal != 0);
 	if (far == CLI_EXIT_SOME_FAILED && (ret == -EPIPE || ret == -ENODATA))
 		fprintf(stderr, "bfo: cp: the far side (%s %s %s) ended before the copy did\n",
 			a->rsh, r.host, to_remote ? "bfo recv" : "bfo send");

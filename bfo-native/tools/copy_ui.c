@@ -28,13 +28,15 @@ bool copy_args_opt(struct copy_args *a, int opt, int choice)
 	return false;
 }
 
-static struct bfo_copier *running;
+static struct bfo_copier *volatile running;
 
 static void on_signal(int sig)
 {
+	struct bfo_copier *c = running;
+
 	(void)sig;
-	if (running)
-		bfo_copier_cancel(running);   /* async-signal-safe */
+	if (c)
+		bfo_copier_cancel(c);   /* async-signal-safe; its writer's batch stops too */
 }
 
 static void on_error(void *arg, const char *path, int status)
@@ -63,8 +65,12 @@ void copy_ui_init(struct copy_ui *ui, const char *cmd, const char *what, int pro
 void copy_ui_running(struct bfo_copier *c)
 {
 	running = c;
+	/* A signal before this or between runs: the copier is cancelled as
+	 * it starts. */
+	if (c && cli_signal)
+		bfo_copier_cancel(c);
 	if (c)
-		cli_on_signals(on_signal);
+		cli_on_signals(on_signal, false);
 }
 
 void copy_ui_end(struct copy_ui *ui, struct bfo_copier *c, bool stats)
@@ -98,8 +104,8 @@ void copy_ui_end(struct copy_ui *ui, struct bfo_copier *c, bool stats)
 
 int copy_ui_exit(int ret)
 {
-	if (ret == -ECANCELED)
-		return CLI_EXIT_INTERRUPTED;
+	if (ret == -ECANCELED || (cli_signal && ret < 0))
+		return cli_exit_signal();
 	/* The destination refused (not a directory, its journal not ours),
 	 * or the stream was not one to read. */
 	if (ret < 0)

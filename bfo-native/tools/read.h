@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
 
 #include "bfo.h"
@@ -39,6 +40,7 @@ struct read_input {
 	size_t buf_cap, buf_len, buf_pos;
 	uint64_t walk_taken;    /* failures of this walk named so far */
 	FILE *stdin_f;
+	volatile sig_atomic_t *stop;  /* when set, stdin ends (a signal came) */
 	char *line;
 	size_t line_cap;
 	uint64_t skipped;       /* entries the walks skipped */

@@ -5,7 +5,6 @@
  * the batch's statistics at the end (read_output.c).
  */
 #include <errno.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,15 +17,8 @@
 /* Paths taken from the input per submit, results taken per wait. */
 #define SUBMIT_CHUNK 4096u
 #define WAIT_MAX 256u
+#define WAIT_TICK_MS 100
 #define SORT_BUFFER_MAX (1ull << 28)
-
-static volatile sig_atomic_t interrupted;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	interrupted = 1;
-}
 
 /* ------------------------------------------------------------- options */
 
@@ -149,7 +141,7 @@ static bool feed(struct reader *r)
 {
 	bool progressed = false;
 
-	while (!r->finished && !interrupted) {
+	while (!r->finished && !cli_signal) {
 		if (r->pos == r->npaths) {
 			size_t len;
 			const char *buf = input_packed(&r->in, &len);
@@ -227,19 +219,24 @@ static void take_results(struct reader *r, int k)
 }
 
 /* Submits and waits until the batch is over.  Returns 0, or the exit
- * status of an interrupted (130) or failed (2) batch. */
+ * status of an interrupted (130, 143) or failed (2) batch.  A signal is
+ * seen within WAIT_TICK_MS: the batch is then cancelled, which ends the
+ * reads in flight and starts no other, and the wait returns once they
+ * are over. */
 static int run_batch(struct reader *r)
 {
+	bool cancelled = false;
 	int status = 0;
 
 	for (;;) {
-		if (interrupted) {
+		if (cli_signal && !cancelled) {
 			bfo_read_cancel(r->ctx);
-			status = CLI_EXIT_INTERRUPTED;
+			cancelled = true;
+			status = cli_exit_signal();
 		}
-		bool progressed = feed(r);
+		bool progressed = !cancelled && feed(r);
 		int k = bfo_read_wait(r->ctx, r->files, WAIT_MAX,
-				      r->finished || interrupted ? -1 : (progressed ? 0 : 100));
+				      cancelled ? -1 : progressed ? 0 : WAIT_TICK_MS);
 
 		if (k == 0)
 			return status;
@@ -270,7 +267,9 @@ static int start(struct reader *r)
 			fprintf(stderr, "bfo: io_uring is unavailable here; --engine portable works everywhere\n");
 		return CLI_EXIT_USAGE;
 	}
-	cli_on_signals(on_signal);
+	/* Flags only, SA_RESTART: stdout goes on undisturbed, no line of it
+	 * cut; stdin ends (read_input.c). */
+	cli_on_signals(NULL, true);
 	r->paths = calloc(SUBMIT_CHUNK, sizeof(*r->paths));
 	r->files = malloc(WAIT_MAX * sizeof(*r->files));
 	if (!r->paths || !r->files) {
@@ -279,7 +278,7 @@ static int start(struct reader *r)
 	}
 	r->in = (struct read_input){ .args = r->a->paths, .nargs = r->a->npaths, .nul = r->a->nul,
 				     .nofollow = o->flags & BFO_READ_NOFOLLOW,
-				     .sort_buffer = r->a->sort_buffer };
+				     .sort_buffer = r->a->sort_buffer, .stop = &cli_signal };
 	/* The walk's listings spare the raw engine listing the directories
 	 * again. */
 	if (o->engine == BFO_ENGINE_AUTO || o->engine == BFO_ENGINE_RAW)

@@ -6,7 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "read.h"
@@ -107,6 +110,41 @@ static bool walk_begin(struct read_input *in, const char *dir)
 	return bfo_walk_start(&in->walk, dir, sort, flags) == 0;
 }
 
+/* stdin for getdelim, read only once poll() says it has bytes: poll
+ * fails with EINTR on a signal even under SA_RESTART (which keeps stdout
+ * whole), so an interrupt ends the input instead of waiting for the
+ * writer of a pipe. */
+static ssize_t stdin_read(void *cookie, char *buf, size_t len)
+{
+	const struct read_input *in = cookie;
+	struct pollfd pf = { .fd = STDIN_FILENO, .events = POLLIN };
+
+	for (;;) {
+		if (in->stop && *in->stop)
+			return 0;
+		if (poll(&pf, 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		ssize_t n = read(STDIN_FILENO, buf, len);
+
+		if (n >= 0 || errno != EINTR)
+			return n;
+	}
+}
+
+static FILE *stdin_open(struct read_input *in)
+{
+	FILE *f = fopencookie(in, "r", (cookie_io_functions_t){ .read = stdin_read });
+
+	if (!f) {
+		perror("bfo");
+		exit(CLI_EXIT_USAGE);
+	}
+	return f;
+}
+
 /* The next line of stdin, or NULL at its end. */
 static char *stdin_next(struct read_input *in)
 {
@@ -118,6 +156,7 @@ static char *stdin_next(struct read_input *in)
 		if (n > 0)
 			return path_dup(in->line);
 	}
+	fclose(in->stdin_f);
 	in->stdin_f = NULL;
 	return NULL;
 }
@@ -149,7 +188,7 @@ char *input_next(struct read_input *in)
 		struct stat st;
 
 		if (!strcmp(a, "-")) {
-			in->stdin_f = stdin;
+			in->stdin_f = stdin_open(in);
 			continue;
 		}
 		/* A named directory is walked (even through a symlink, like
@@ -185,6 +224,8 @@ void input_end(struct read_input *in)
 {
 	if (in->walk)
 		walk_stop(in);
+	if (in->stdin_f)
+		fclose(in->stdin_f);
 	free(in->buf);
 	free(in->line);
 }

@@ -150,19 +150,52 @@ out:
 	return ret;
 }
 
-int remote_finish(struct remote *r, const char *cmd, const char *rsh, const char *bfo)
+/* Interrupted: how long the far side has, once its stream ended, to end
+ * by itself before it is sent SIGTERM (it may be writing the batches it
+ * had already received). */
+#define FAR_GRACE_MS 1000
+
+/* The far side's wait status: with cancelled, not past FAR_GRACE_MS and
+ * then SIGTERM (which *termed says). */
+static int far_wait(pid_t pid, bool cancelled, bool *termed)
 {
-	int st = 0, code;
+	int st = 0;
+
+	*termed = false;
+	for (int ms = 0; cancelled && ms < FAR_GRACE_MS; ms += 10) {
+		pid_t w = waitpid(pid, &st, WNOHANG);
+
+		if (w == pid)
+			return st;
+		if (w < 0 && errno != EINTR)
+			return st;
+		usleep(10000);
+	}
+	if (cancelled) {
+		kill(pid, SIGTERM);
+		*termed = true;
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return st;
+}
+
+int remote_finish(struct remote *r, const char *cmd, const char *rsh, const char *bfo, bool cancelled)
+{
+	int st, code;
+	bool termed;
 
 	if (r->fd >= 0)
 		close(r->fd);
 	r->fd = -1;
-	while (waitpid(r->pid, &st, 0) < 0 && errno == EINTR)
-		;
+	st = far_wait(r->pid, cancelled, &termed);
+	if (termed && WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM)
+		return CLI_EXIT_SIGNALED + SIGTERM;   /* ours, not news */
 	if (WIFSIGNALED(st)) {
 		fprintf(stderr, "bfo: %s: '%s' to %s ended by signal %d\n", cmd, rsh, r->host,
 			WTERMSIG(st));
-		return WTERMSIG(st) == SIGINT ? CLI_EXIT_INTERRUPTED : CLI_EXIT_SOME_FAILED;
+		return WTERMSIG(st) == SIGINT || WTERMSIG(st) == SIGTERM ?
+		       CLI_EXIT_SIGNALED + WTERMSIG(st) : CLI_EXIT_SOME_FAILED;
 	}
 	code = WEXITSTATUS(st);
 	if (code == 255)
@@ -170,7 +203,8 @@ int remote_finish(struct remote *r, const char *cmd, const char *rsh, const char
 	else if (code == 127)
 		fprintf(stderr, "bfo: %s: '%s' is not found on %s (install bfo there, or name it with "
 			"--remote-bfo PATH)\n", cmd, bfo, r->host);
-	if (code == 0 || code == CLI_EXIT_SOME_FAILED || code == CLI_EXIT_INTERRUPTED)
+	if (code == 0 || code == CLI_EXIT_SOME_FAILED || code == CLI_EXIT_SIGNALED + SIGINT ||
+	    code == CLI_EXIT_SIGNALED + SIGTERM)
 		return code;
 	return CLI_EXIT_USAGE;
 }

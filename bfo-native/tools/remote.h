@@ -38,10 +38,12 @@ int remote_start(struct remote *r, const char *rsh, const char *host, char *cons
 
 /*
  * Close our end and wait for the far side.  Returns its exit status as
- * the subcommands define them (0, 1, 2, 130), after naming on stderr why
- * the remote shell itself failed (255: could not connect; 127: no bfo
- * there).
+ * the subcommands define them (0, 1, 2, 130, 143), after naming on stderr
+ * why the remote shell itself failed (255: could not connect; 127: no bfo
+ * there).  cancelled (we were interrupted): the far side, its stream
+ * ended, gets a moment to end by itself, then SIGTERM (through ssh the
+ * remote shell ends, and the far bfo sees its stream end).
  */
-int remote_finish(struct remote *r, const char *cmd, const char *rsh, const char *bfo);
+int remote_finish(struct remote *r, const char *cmd, const char *rsh, const char *bfo, bool cancelled);
 
 #endif

@@ -21,6 +21,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,8 +68,21 @@ static void wr_add(struct wr *r, const struct bfo_wentry *e)
 	r->e[r->n++] = *e;
 }
 
+/* Interrupted: the batch being built is dropped, none begins. */
+static void wr_drop(struct wr *r)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		free((void *)r->e[i].path);
+		free((void *)r->e[i].data);
+	}
+	r->n = 0;
+	r->bytes = 0;
+}
+
 static void wr_flush(struct wr *r)
 {
+	if (cli_signal)
+		wr_drop(r);
 	if (!r->n)
 		return;
 	int ret = bfo_writer_write(r->w, r->e, (unsigned)r->n);
@@ -76,7 +90,9 @@ static void wr_flush(struct wr *r)
 	if (ret < 0)
 		fprintf(stderr, "bfo: write: batch failed: %s\n", bfo_strerror(ret));
 	for (size_t i = 0; i < r->n; i++) {
-		if (r->e[i].status) {
+		if (r->e[i].status == -ECANCELED && cli_signal) {
+			r->errors++;            /* not made, and not to be named */
+		} else if (r->e[i].status) {
 			fprintf(stderr, "bfo: write: %s: %s\n", r->e[i].path,
 				bfo_strerror(r->e[i].status));
 			r->errors++;
@@ -104,6 +120,11 @@ static int wr_entry(void *ctx, struct bfo_wentry *e)
 {
 	struct wr *r = ctx;
 
+	if (cli_signal) {                 /* the stream stops here */
+		free((void *)e->path);
+		free((void *)e->data);
+		return -1;
+	}
 	wr_add(r, e);
 	if (e->type == BFO_WTYPE_FILE)
 		r->bytes += e->length;
@@ -131,7 +152,8 @@ static int write_stream(struct wr *r, bool tar)
 	} else {
 		ret = stream_tar(&st, a);
 	}
-	if (ret < 0 && st.err[0])
+	/* Interrupted, the stream may seem cut short: it was us. */
+	if (ret < 0 && st.err[0] && !cli_signal)
 		fprintf(stderr, "bfo: write: %s%s\n", tar ? "" : "stdin ", st.err);
 	if (a)
 		archive_read_free(a);
@@ -192,7 +214,7 @@ static void close_writer(struct wr *r, const char *dir, bool stats)
 	t_close = cli_now_ns();
 	ret = bfo_writer_close(r->w);
 	t_close = cli_now_ns() - t_close;
-	if (ret) {
+	if (ret && !cli_signal) {
 		fprintf(stderr, "bfo: write: %s: %s\n", dir, bfo_strerror(ret));
 		r->errors++;
 	}
@@ -204,6 +226,28 @@ static void close_writer(struct wr *r, const char *dir, bool stats)
 			r->files, (double)r->total / 1e6, r->errors, bfo_wengine_name((int)st.engine),
 			st.batches, st.syncs, st.clones, (double)st.ns_manifest / 1e9,
 			(double)st.ns_data / 1e9, (double)st.ns_sync / 1e9, (double)t_close / 1e9);
+}
+
+static struct bfo_writer *volatile running_writer;
+
+static void cancel_writer(int sig)
+{
+	struct bfo_writer *w = running_writer;
+
+	(void)sig;
+	if (w)
+		bfo_writer_cancel(w);   /* async-signal-safe */
+}
+
+/* The batches an interrupt left journalled, and what finishes them. */
+static void interrupted_note(const char *dir)
+{
+	char j[PATH_MAX];
+	struct stat st;
+
+	if (snprintf(j, sizeof(j), "%s/.bfo-journal", dir) < (int)sizeof(j) && lstat(j, &st) == 0)
+		fprintf(stderr, "bfo: write: interrupted: the batches not yet durable are journalled in %s; "
+			"'bfo recover %s' (or the next bfo write or cp there) checks them\n", j, dir);
 }
 
 int cmd_write(int argc, char **argv)
@@ -222,10 +266,18 @@ int cmd_write(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	cli_progress_init(&r.prog, "written", -1);
+	running_writer = r.w;
+	/* No SA_RESTART: a read of stdin waiting on a pipe ends at once. */
+	cli_on_signals(cancel_writer, false);
 	ret = write_stream(&r, a.tar);
 	wr_flush(&r);
+	running_writer = NULL;
 	close_writer(&r, a.dir, a.stats);
 	free(r.e);
+	if (cli_signal) {
+		interrupted_note(a.dir);
+		return cli_exit_signal();
+	}
 	if (ret < 0)
 		return CLI_EXIT_USAGE;
 	return r.errors ? CLI_EXIT_SOME_FAILED : 0;
