@@ -13,7 +13,8 @@
 #    pages and the tar front as bfo-tar, never /usr/bin/tar; its bfo.pc
 #    says /usr; unpacked, its bfo reads the tree as xxh128sum does; apt
 #    accepts it (apt-get -s install, nothing installed).
-# BUILD_DIR (the CMake build) and SOURCE_DIR come from ctest; exit 77: skipped.
+# BUILD_DIR (the CMake build) and PROG_CFLAGS (the sanitizers of a sanitized
+# build, for the program) come from ctest; exit 77: skipped.
 set -u
 BUILD=${BUILD_DIR:?BUILD_DIR must name the bfo-native build}
 W=$(mktemp -d /tmp/bfo-install-test.XXXXXX)
@@ -93,7 +94,7 @@ pc=$(PKG_CONFIG_PATH=$P/lib/pkgconfig:$(dirname "$lib")/pkgconfig pkg-config --c
 	fail "pkg-config --cflags --libs bfo"
 case "$pc" in *"-I$P/include"*) pass "pkg-config: $pc";; *) fail "pkg-config gave '$pc', not $P's";; esac
 # shellcheck disable=SC2086
-if cc -o prog prog.c $pc 2> cc.err; then
+if cc ${PROG_CFLAGS:-} -o prog prog.c $pc 2> cc.err; then
 	LD_LIBRARY_PATH=$(dirname "$lib") ./prog tree/a/b/g7 > prog.out && cmp -s prog.out tree/a/b/g7 &&
 		pass "a program built with pkg-config reads a file through the installed libbfo, as cat" ||
 		fail "the pkg-config program's bytes differ from the file"

@@ -75,6 +75,10 @@ struct checksums {
  * print nothing, as there are no bytes to hash. */
 void checksum_file(struct checksums *c, const struct bfo_file *f, bool with_data);
 
+/* Frees the streaming hashes of files whose last piece never came (a
+ * cancelled batch). */
+void checksums_end(struct checksums *c);
+
 /* --stats on stderr; skipped: entries the directory walks skipped. */
 void print_stats(struct bfo_ctx *ctx, const struct bfo_stats *st, bool plan, uint64_t skipped);
 

@@ -315,6 +315,7 @@ int cmd_read(int argc, char **argv, bool plan)
 		free(r.paths[i]);
 	free(r.paths);
 	free(r.files);
+	checksums_end(&r.sums);
 	input_end(&r.in);
 	if (status)
 		return status;

@@ -89,6 +89,17 @@ void checksum_file(struct checksums *c, const struct bfo_file *f, bool with_data
 	}
 }
 
+void checksums_end(struct checksums *c)
+{
+	while (c->open) {
+		struct hash_state *h = c->open;
+
+		c->open = h->next;
+		XXH3_freeState(h->st);
+		free(h);
+	}
+}
+
 static double secs(uint64_t ns)
 {
 	return (double)ns / 1e9;
