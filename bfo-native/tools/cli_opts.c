@@ -39,33 +39,47 @@ const char cli_exit_text[] =
 /* ------------------------------------------------------------ read, plan */
 
 static const struct cli_opt read_opts[RO_N] = {
-	[RO_ENGINE] = { "engine", 0, "ENGINE", cli_engines,
-			"data engine (default auto: raw where the device is readable, else uring)" },
-	[RO_ORDER] = { "order", 0, "ORDER", cli_orders,
-		       "order of per-file reads (default auto: physical on rotational devices)" },
-	[RO_CHECKSUM] = { "checksum", 0, NULL, NULL, "print '<xxh128>  <path>' per file, like xxh128sum" },
-	[RO_STATS] = { "stats", 0, NULL, NULL, "print what the batch did on stderr: files per engine and path, I/Os, times" },
-	[RO_JSON] = { "json", 0, NULL, NULL, "print the statistics as one JSON line, last on stdout" },
-	[RO_NULL] = { "null", '0', NULL, NULL, "paths on stdin (-) are NUL-separated" },
-	[RO_NOFOLLOW] = { "no-follow", 0, NULL, NULL, "refuse symbolic links instead of reading their target" },
-	[RO_STOP] = { "stop-on-error", 0, NULL, NULL, "stop at the first file that fails" },
-	[RO_META] = { "metadata-only", 0, NULL, NULL, "stat the files, read no data" },
-	[RO_PROGRESS] = { "progress", 0, NULL, NULL, "show progress on stderr (default: when it is a terminal)" },
-	[RO_NOPROGRESS] = { "no-progress", 0, NULL, NULL, "show no progress" },
-	[RO_SORTBUF] = { "sort-buffer", 0, "N", NULL,
-			 "walked files handed out N at a time in inode order (default 262144; 0: unsorted)",
-			 "a whole number from 0 to 268435456" },
-	[RO_WFILES] = { "window-files", 0, "N", NULL, "files planned together (default 65536)" },
-	[RO_WBYTES] = { "window-bytes", 0, "SIZE", NULL, "data bytes dispatched as one group (default 16M)" },
-	[RO_ARENA] = { "arena", 0, "SIZE", NULL, "memory for delivered data (default 64M)" },
-	[RO_GAP] = { "merge-gap", 0, "SIZE", NULL, "raw: read through gaps up to SIZE (default 64K; 0: adjacent extents only)",
-		     "a number of bytes from 0, with K, M or G for powers of 1024" },
-	[RO_MAXIO] = { "max-io", 0, "SIZE", NULL, "raw: largest single read (default 1M)" },
-	[RO_LEXT] = { "large-extent", 0, "SIZE", NULL, "raw: extents above SIZE are read on their own (default 1M)" },
-	[RO_LFILE] = { "large-file", 0, "SIZE", NULL, "files above SIZE are read in pieces of SIZE (default 16M)" },
-	[RO_QD] = { "queue-depth", 0, "N", NULL, "reads in flight (default 128)" },
-	[RO_THREADS] = { "threads", 0, "N", NULL, "metadata and portable-engine threads (default 16)" },
-	[RO_HELP] = { "help", 'h', NULL, NULL, "show this help" },
+	[RO_ENGINE] = { .name = "engine", .arg = "ENGINE", .values = cli_engines,
+		.help = "data engine (default auto: raw where the device is readable, else uring)" },
+	[RO_ORDER] = { .name = "order", .arg = "ORDER", .values = cli_orders,
+		.help = "order of per-file reads (default auto: physical on rotational devices)" },
+	[RO_CHECKSUM] = { .name = "checksum",
+		.help = "print '<xxh128>  <path>' per file, like xxh128sum" },
+	[RO_STATS] = { .name = "stats",
+		.help = "print what the batch did on stderr: files per engine and path, I/Os, times" },
+	[RO_JSON] = { .name = "json",
+		.help = "print the statistics as one JSON line, last on stdout" },
+	[RO_NULL] = { .name = "null", .letter = '0',
+		.help = "paths on stdin (-) are NUL-separated" },
+	[RO_NOFOLLOW] = { .name = "no-follow",
+		.help = "refuse symbolic links instead of reading their target" },
+	[RO_STOP] = { .name = "stop-on-error", .help = "stop at the first file that fails" },
+	[RO_META] = { .name = "metadata-only", .help = "stat the files, read no data" },
+	[RO_PROGRESS] = { .name = "progress",
+		.help = "show progress on stderr (default: when it is a terminal)" },
+	[RO_NOPROGRESS] = { .name = "no-progress", .help = "show no progress" },
+	[RO_SORTBUF] = { .name = "sort-buffer", .arg = "N",
+		.help = "walked files handed out N at a time in inode order (default 262144; 0: unsorted)",
+		.accepts = "a whole number from 0 to 268435456" },
+	[RO_WFILES] = { .name = "window-files", .arg = "N",
+		.help = "files planned together (default 65536)" },
+	[RO_WBYTES] = { .name = "window-bytes", .arg = "SIZE",
+		.help = "data bytes dispatched as one group (default 16M)" },
+	[RO_ARENA] = { .name = "arena", .arg = "SIZE",
+		.help = "memory for delivered data (default 64M)" },
+	[RO_GAP] = { .name = "merge-gap", .arg = "SIZE",
+		.help = "raw: read through gaps up to SIZE (default 64K; 0: adjacent extents only)",
+		.accepts = "a number of bytes from 0, with K, M or G for powers of 1024" },
+	[RO_MAXIO] = { .name = "max-io", .arg = "SIZE",
+		.help = "raw: largest single read (default 1M)" },
+	[RO_LEXT] = { .name = "large-extent", .arg = "SIZE",
+		.help = "raw: extents above SIZE are read on their own (default 1M)" },
+	[RO_LFILE] = { .name = "large-file", .arg = "SIZE",
+		.help = "files above SIZE are read in pieces of SIZE (default 16M)" },
+	[RO_QD] = { .name = "queue-depth", .arg = "N", .help = "reads in flight (default 128)" },
+	[RO_THREADS] = { .name = "threads", .arg = "N",
+		.help = "metadata and portable-engine threads (default 16)" },
+	[RO_HELP] = { .name = "help", .letter = 'h', .help = "show this help" },
 };
 
 static const char *const read_usage[] = { "[OPTIONS] PATH...", NULL };
@@ -104,21 +118,27 @@ const struct cli_cmd cli_cmd_plan = {
 
 /* ------------------------------------------------- cp, send, recv, write */
 
-#define ROW_ARCHIVE { "archive", 'a', NULL, NULL, \
+#define ROW_ARCHIVE { .name = "archive", .letter = 'a', .help = \
 	"keep what cp -a keeps: modes, owner (as root), times, links, special files, xattrs" }
-#define ROW_RECURSIVE { "recursive", 'r', NULL, NULL, "accepted for cp's sake: directories are always copied whole" }
-#define ROW_DURABILITY(when) { "durability", 0, "MODE", cli_durabilities, \
-	"batch: durable when " when " returns (default); none: page cache only; each: fsync per file" }
-#define ROW_REPLACE { "replace", 'f', NULL, NULL, "replace existing files (default: an existing file is an error)" }
-#define ROW_UPDATE { "update", 'u', NULL, NULL, \
+#define ROW_RECURSIVE { .name = "recursive", .letter = 'r', \
+	.help = "accepted for cp's sake: directories are always copied whole" }
+#define ROW_DURABILITY(when) { .name = "durability", .arg = "MODE", .values = cli_durabilities, \
+	.help = "batch: durable when " when " returns (default); none: page cache only; " \
+		"each: fsync per file" }
+#define ROW_REPLACE { .name = "replace", .letter = 'f', \
+	.help = "replace existing files (default: an existing file is an error)" }
+#define ROW_UPDATE { .name = "update", .letter = 'u', .help = \
 	"leave files whose copy has the same size and mtime, replace the others" }
-#define ROW_CHECKSUM { "checksum", 'c', NULL, NULL, "with --update: compare contents instead of size and mtime" }
-#define ROW_WENGINE { "write-engine", 0, "ENGINE", cli_wengines, \
+#define ROW_CHECKSUM { .name = "checksum", .letter = 'c', \
+	.help = "with --update: compare contents instead of size and mtime" }
+#define ROW_WENGINE { .name = "write-engine", .arg = "ENGINE", .values = cli_wengines, .help = \
 	"how files are written (default auto: stem where reflinks work, else batched)" }
-#define ROW_STATS { "stats", 0, NULL, NULL, "print what ran on stderr: files, bytes, engines, batches" }
-#define ROW_PROGRESS { "progress", 0, NULL, NULL, "show progress on stderr (default: when it is a terminal)" }
-#define ROW_NOPROGRESS { "no-progress", 0, NULL, NULL, "show no progress" }
-#define ROW_HELP { "help", 'h', NULL, NULL, "show this help" }
+#define ROW_STATS { .name = "stats", \
+	.help = "print what ran on stderr: files, bytes, engines, batches" }
+#define ROW_PROGRESS { .name = "progress", \
+	.help = "show progress on stderr (default: when it is a terminal)" }
+#define ROW_NOPROGRESS { .name = "no-progress", .help = "show no progress" }
+#define ROW_HELP { .name = "help", .letter = 'h', .help = "show this help" }
 
 static const struct cli_opt cp_opts[CO_N] = {
 	[CO_ARCHIVE] = ROW_ARCHIVE,
@@ -128,9 +148,10 @@ static const struct cli_opt cp_opts[CO_N] = {
 	[CO_UPDATE] = ROW_UPDATE,
 	[CO_CHECKSUM] = ROW_CHECKSUM,
 	[CO_WENGINE] = ROW_WENGINE,
-	[CO_RSH] = { "rsh", 'e', "COMMAND", NULL, "remote shell for HOST: arguments (default ssh), as rsync's -e" },
-	[CO_REMOTE_BFO] = { "remote-bfo", 0, "PATH", NULL,
-			    "the bfo to run on HOST (default bfo on its PATH), as rsync's --rsync-path" },
+	[CO_RSH] = { .name = "rsh", .letter = 'e', .arg = "COMMAND",
+		.help = "remote shell for HOST: arguments (default ssh), as rsync's -e" },
+	[CO_REMOTE_BFO] = { .name = "remote-bfo", .arg = "PATH",
+		.help = "the bfo to run on HOST (default bfo on its PATH), as rsync's --rsync-path" },
 	[CO_STATS] = ROW_STATS,
 	[CO_PROGRESS] = ROW_PROGRESS,
 	[CO_NOPROGRESS] = ROW_NOPROGRESS,
@@ -211,13 +232,15 @@ const struct cli_cmd cli_cmd_recv = {
 };
 
 static const struct cli_opt write_opts[CO_N] = {
-	[CO_TAR] = { "tar", 't', NULL, NULL,
-		     "the stream is a tar archive (gnu, pax, ustar, v7; plain or compressed)" },
+	[CO_TAR] = { .name = "tar", .letter = 't',
+		.help = "the stream is a tar archive (gnu, pax, ustar, v7; plain or compressed)" },
 	[CO_DURABILITY] = ROW_DURABILITY("bfo write"),
 	[CO_REPLACE] = ROW_REPLACE,
 	[CO_WENGINE] = ROW_WENGINE,
-	[CO_BATCH_BYTES] = { "batch-bytes", 0, "SIZE", NULL, "a batch holds at most SIZE bytes of data (default 64M)" },
-	[CO_BATCH_FILES] = { "batch-files", 0, "N", NULL, "a batch holds at most N entries (default 16384)" },
+	[CO_BATCH_BYTES] = { .name = "batch-bytes", .arg = "SIZE",
+		.help = "a batch holds at most SIZE bytes of data (default 64M)" },
+	[CO_BATCH_FILES] = { .name = "batch-files", .arg = "N",
+		.help = "a batch holds at most N entries (default 16384)" },
 	[CO_STATS] = ROW_STATS,
 	[CO_HELP] = ROW_HELP,
 };

@@ -51,7 +51,7 @@ struct wr {
 	uint64_t batch_bytes, batch_entries;
 };
 
-static void die_oom(void)
+static _Noreturn void die_oom(void)
 {
 	fprintf(stderr, "bfo: write: out of memory\n");
 	exit(CLI_EXIT_USAGE);
