@@ -7,10 +7,12 @@
  * run by the build) all come from these tables, so none can disagree with
  * another.
  *
- * Adding an option: an enumerator below, its row in cli_opts.c (same
- * position: rows are indexed by the enumerators), and its case in the
- * command's switch.  A value list makes the parser check the argument and
- * hand the index of the word (cli_parser.choice).
+ * Adding an option: an enumerator below (its place orders --help), its
+ * row in the command's table in cli_opts.c,
+ *	[CO_DRY_RUN] = { .name = "dry-run", .letter = 'n', .help = "..." },
+ * and its case in the command's switch.  A value list (.values) makes the
+ * parser check the argument and hand the index of the word
+ * (cli_parser.choice); .arg names the argument (SIZE, N, ...).
  *
  * This file and cli_opts.c use nothing of libbfo but its header's enums, so
  * the man page generator links them alone.
