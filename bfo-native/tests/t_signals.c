@@ -7,7 +7,7 @@
  * pieces) is read, planned, copied (cp -a, locally and to HOST: through a
  * remote shell that runs the far side here), sent, received and written
  * (bfo write --tar of GNU tar's archive of it).  Each front runs once to
- * the end (exit 0, its output checked; its duration T), then ROUNDS times
+ * the end twice (exit 0, its output checked; T the shorter), then ROUNDS times
  * with SIGINT or SIGTERM after a random delay in [0, 1.2 T] (a seeded
  * generator, BFO_TEST_SEED to change it; SIGINT to the process group, as
  * a terminal's ^C; SIGTERM to the process, as kill), and some rounds with
@@ -26,8 +26,11 @@
  *    is left (killed by a second signal: not checked, a crash); then
  *    `bfo recover DST` exits 0 and leaves no .bfo-journal and no
  *    temporary, every file still identical;
- *  - bfo send's cut stream given to bfo recv: exit 0 (whole) or 2 (cut),
- *    and the same destination checks.
+ *  - bfo send's cut stream given to bfo recv: exit 0 (whole) or 1 or 2
+ *    (cut), and the same destination checks.
+ * First, the commands that read stdin (read -, write, write --tar, recv)
+ * waiting on a pipe whose writer stays silent: SIGINT and SIGTERM end
+ * them (130, 143) within the bound.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -141,9 +144,17 @@ static char *slurp(const char *path, size_t *len)
 	return buf;
 }
 
+static pid_t start_fd(char *const argv[], const char *in, int infd);
+
 /* argv in a process group of its own, stdin from in (or /dev/null),
  * stdout to outf, stderr to errf. */
 static pid_t start(char *const argv[], const char *in)
+{
+	return start_fd(argv, in, -1);
+}
+
+/* The same with stdin from infd when it is not -1. */
+static pid_t start_fd(char *const argv[], const char *in, int infd)
 {
 	sigset_t block, old;
 	pid_t pid;
@@ -158,7 +169,8 @@ static pid_t start(char *const argv[], const char *in)
 	pid = fork();
 	T_ASSERT(pid >= 0, "fork");
 	if (pid == 0) {
-		int i = open(in ? in : "/dev/null", O_RDONLY), o = open(outf, O_WRONLY | O_CREAT | O_TRUNC, 0644),
+		int i = infd >= 0 ? infd : open(in ? in : "/dev/null", O_RDONLY),
+		    o = open(outf, O_WRONLY | O_CREAT | O_TRUNC, 0644),
 		    e = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
 		signal(SIGINT, SIG_DFL);
@@ -341,21 +353,24 @@ static void run_front(enum front f)
 	int nlat = 0, finished = 0, status;
 	pid_t pid;
 
-	/* to the end: exit 0, output checked, its duration */
-	t_sh("rm -rf '%s' '%s'", dst, dst2);
-	t0 = now_ns();
-	pid = start_front(f);
-	status = wait_bounded(pid, t0, &took);
-	T_ASSERT(status != -1, "[%s] did not end in %d s", name, BOUND_S);
-	{
+	/* to the end, twice: exit 0, output checked; T the shorter run (the
+	 * first may find cold caches, and the delays would miss the work) */
+	full = UINT64_MAX;
+	for (int k = 0; k < 2; k++) {
 		size_t n;
-		char *err = slurp(errf, &n);
+		char *err;
 
+		t_sh("rm -rf '%s' '%s'", dst, dst2);
+		t0 = now_ns();
+		pid = start_front(f);
+		status = wait_bounded(pid, t0, &took);
+		T_ASSERT(status != -1, "[%s] did not end in %d s", name, BOUND_S);
+		err = slurp(errf, &n);
 		T_ASSERT(status == 0, "[%s] to the end: exit %d: %s", name, status, err);
 		free(err);
+		full = MIN(full, took);
+		check_output(f, status, false, name);
 	}
-	full = took;
-	check_output(f, status, false, name);
 	for (int round = 0; round < ROUNDS + 3; round++) {
 		bool twice = round >= ROUNDS;
 		int sig = t_rand(&seed) % 2 ? SIGINT : SIGTERM;
@@ -397,6 +412,43 @@ static void run_front(enum front f)
 	t_log("%-16s T %.0f ms; %d rounds interrupted, %d finished first; kill to exit: median %.0f ms, "
 	      "max %.0f ms", name, (double)full / 1e6, nlat, finished, nlat ? (double)lat[nlat / 2] / 1e6 : 0.0,
 	      nlat ? (double)lat[nlat - 1] / 1e6 : 0.0);
+}
+
+/*
+ * The commands that read stdin, waiting on a pipe whose writer is alive
+ * and silent (a stalled ssh, a producer that paused): the signal must end
+ * the wait (a read that goes on after EINTR would wait for the writer).
+ */
+static void run_stalled(void)
+{
+	char *read_a[] = { (char *)bfo, "read", "--checksum", "-", NULL };
+	char *write_a[] = { (char *)bfo, "write", dst, NULL };
+	char *tar_a[] = { (char *)bfo, "write", "--tar", dst, NULL };
+	char *recv_a[] = { (char *)bfo, "recv", dst, NULL };
+	struct { const char *name; char **argv; } c[] = {
+		{ "read -", read_a }, { "write", write_a }, { "write --tar", tar_a }, { "recv", recv_a },
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		for (int k = 0; k < 2; k++) {
+			int sig = k ? SIGTERM : SIGINT, p[2], status;
+			uint64_t t0, took;
+			pid_t pid;
+
+			t_sh("rm -rf '%s'", dst);
+			T_ASSERT(pipe2(p, O_CLOEXEC) == 0, "pipe");
+			pid = start_fd(c[i].argv, NULL, p[0]);
+			close(p[0]);
+			tw_sleep_ns(200000000);      /* only to let it reach its wait */
+			t0 = now_ns();
+			kill(pid, sig);
+			status = wait_bounded(pid, t0, &took);
+			close(p[1]);
+			TW_CHECK(status == 128 + sig, "[%s waiting on a silent pipe, %s] exit %d, expected %d",
+				 c[i].name, k ? "SIGTERM" : "SIGINT", status, 128 + sig);
+		}
+	}
+	t_log("waiting on a silent pipe (read -, write, write --tar, recv): SIGINT 130, SIGTERM 143");
 }
 
 int main(void)
@@ -445,6 +497,7 @@ int main(void)
 	T_ASSERT(t_sh("'%s' send -a '%s' > '%s'", bfo, src, streamfile) == 0, "bfo send");
 	t_log("source: %zu files on %s", nsums, tw_fstype(tmp));
 
+	run_stalled();
 	for (int f = 0; f < F_N; f++)
 		run_front((enum front)f);
 	tw_checks_end();

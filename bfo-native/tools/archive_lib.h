@@ -36,7 +36,7 @@
 	X(archive_read_free) \
 	X(archive_read_new) \
 	X(archive_read_next_header) \
-	X(archive_read_open_fd) \
+	X(archive_read_open) \
 	X(archive_read_open_memory) \
 	X(archive_read_support_filter_bzip2) \
 	X(archive_read_support_filter_compress) \
@@ -80,7 +80,7 @@ const char *archive_lib_load(void);
 #define archive_read_free (*archive_lib.archive_read_free)
 #define archive_read_new (*archive_lib.archive_read_new)
 #define archive_read_next_header (*archive_lib.archive_read_next_header)
-#define archive_read_open_fd (*archive_lib.archive_read_open_fd)
+#define archive_read_open (*archive_lib.archive_read_open)
 #define archive_read_open_memory (*archive_lib.archive_read_open_memory)
 #define archive_read_support_filter_bzip2 (*archive_lib.archive_read_support_filter_bzip2)
 #define archive_read_support_filter_compress (*archive_lib.archive_read_support_filter_compress)

@@ -238,8 +238,10 @@ static int run_batch(struct reader *r)
 		int k = bfo_read_wait(r->ctx, r->files, WAIT_MAX,
 				      cancelled ? -1 : progressed ? 0 : WAIT_TICK_MS);
 
-		if (k == 0)
-			return status;
+		/* A signal may have ended the input (stdin) and so the batch,
+		 * before it was seen above. */
+		if (k == 0 || (cancelled && k == -EINVAL))   /* -EINVAL: no batch had begun */
+			return cli_signal ? cli_exit_signal() : status;
 		if (k == -ETIME || k == -EAGAIN)
 			continue;
 		if (k < 0) {

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,6 +133,32 @@ static int wr_entry(void *ctx, struct bfo_wentry *e)
 	return 0;
 }
 
+/* stdin for libarchive (its own fd reader goes on after EINTR): read once
+ * poll() says there are bytes, poll failing with EINTR on a signal; a
+ * signal ends the archive (an error, not said: ours). */
+static la_ssize_t stdin_read(struct archive *a, void *arg, const void **buf)
+{
+	static char b[1 << 20];
+	struct pollfd pf = { .fd = STDIN_FILENO, .events = POLLIN };
+
+	(void)a;
+	(void)arg;
+	*buf = b;
+	for (;;) {
+		if (cli_signal)
+			return -1;
+		if (poll(&pf, 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		ssize_t n = read(STDIN_FILENO, b, sizeof(b));
+
+		if (n >= 0 || errno != EINTR)
+			return n;
+	}
+}
+
 static int write_stream(struct wr *r, bool tar)
 {
 	struct stream st = { .entry = wr_entry, .ctx = r, .owner = r->owner, .warn = stderr };
@@ -146,8 +173,11 @@ static int write_stream(struct wr *r, bool tar)
 		return -1;
 	} else if (!(a = stream_tar_reader(true))) {
 		die_oom();
-	} else if (archive_read_open_fd(a, STDIN_FILENO, 1 << 20) != ARCHIVE_OK) {
-		fprintf(stderr, "bfo: write: %s\n", archive_error_string(a));
+	} else if (archive_read_open(a, NULL, NULL, stdin_read, NULL) != ARCHIVE_OK) {
+		const char *e = archive_error_string(a);
+
+		if (!cli_signal)
+			fprintf(stderr, "bfo: write: %s\n", e ? e : "not an archive bfo reads");
 		ret = -1;
 	} else {
 		ret = stream_tar(&st, a);
