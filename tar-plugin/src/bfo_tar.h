@@ -75,6 +75,8 @@ static inline int xenter(void)
 
 /* Stop reading ahead: libc from now on (fds being served stay served). */
 void plugin_off(void);
+/* Descriptors tar's soft RLIMIT_NOFILE leaves free now. */
+unsigned fds_left(void);
 
 /* ------------------------------------------------------------ settings.c */
 
@@ -92,6 +94,8 @@ struct counters {
 	uint64_t served, served_bytes, fallback, skipped, batches, ios, direct_ios, device_bytes, dirs_ahead;
 	uint64_t xfiles, xbytes, xflushes, xbehind, xdetached, syncfs, early_syncfs;
 	uint64_t xread_ahead;   /* atomic: the archive read-ahead thread adds to it */
+	uint64_t xqueue_files;  /* the queue's bound, from tar's descriptor limit */
+	uint64_t xfd_waits;     /* opens of tar's retried after the queue gave descriptors back */
 };
 
 extern struct counters counters;
@@ -147,6 +151,7 @@ int stat_saw_pending(int r, const struct stat *sb);
 void give_back(int fd);
 int write_open(int flags);
 int pending(void);
+int fds_released(void);
 
 /* ------------------------------------------------------------ archive_ahead.c */
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct extract_state ex = { .errfd = -1 };
+struct extract_state ex = { .errfd = -1, .queue_files = QUEUE_FILES_MAX };
 
 /* tar opened path for writing, fd is the new file: capture it. */
 static void capture(int dirfd, int fd, const char *path)
@@ -105,7 +105,7 @@ int close_captured(int fd)
 	saved = errno;
 	w->closed = 1;
 	ex.wtab[fd] = NULL;
-	if (ex.nq >= QUEUE_FILES || ex.queued_bytes >= QUEUE_BYTES)
+	if (ex.nq >= ex.queue_files || ex.queued_bytes >= QUEUE_BYTES)
 		flush_queue_behind();
 	errno = saved;
 	leave();

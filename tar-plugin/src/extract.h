@@ -16,7 +16,7 @@
  * order and, at tar's close(), queues the fd.  The queue is flushed (one
  * bfo_fdwrite() of all pending data, then the metadata in order, then the
  * closes; on the flusher thread, extract_flusher.c, when only full) when
- * it holds QUEUE_FILES files or QUEUE_BYTES bytes, before any call that
+ * it holds ex.queue_files files or QUEUE_BYTES bytes, before any call that
  * may depend on a pending file (a name-based call that reaches one, a hard
  * link, rename or unlink, a write-open without O_EXCL, a stat that finds
  * one), when tar closes its archive and at exit, followed by one syncfs()
@@ -34,7 +34,18 @@
 
 #include "bfo_tar.h"
 
-#define QUEUE_FILES   1024u
+/*
+ * Files queued at most.  Each holds the descriptor tar opened it with,
+ * and the flusher's generation holds as many again, so the queue is sized
+ * at start from what tar's soft RLIMIT_NOFILE leaves free: a quarter of
+ * it (both queues: half; tar keeps the other half), from QUEUE_FILES_MIN
+ * to QUEUE_FILES_MAX (1024: T2's figures; a login's 1024 gives about 250).
+ * tar's limit is never raised (its children and its own errors stay as
+ * plain tar's); an open of tar's refused with EMFILE while files are
+ * pending is retried once they are written and closed (fds_released).
+ */
+#define QUEUE_FILES_MAX 1024u
+#define QUEUE_FILES_MIN 4u
 #define QUEUE_BYTES   (64ull << 20)
 #define WFILE_MAX     (1ull << 20)
 #define MAX_DEVS      16
@@ -70,6 +81,7 @@ struct extract_state {
 	struct wfile *wtab[FDTAB_MAX];  /* captured fds */
 	struct wfile **queue;           /* files with pending data or metadata, tar's order */
 	unsigned nq, qcap;
+	unsigned queue_files;           /* the bound of nq (QUEUE_FILES_MAX above) */
 	uint64_t queued_bytes;
 	int extracting;                 /* tar created something */
 	int dirty;                      /* something to commit at the end */
@@ -96,6 +108,7 @@ void flush_queue(void);
 void detach(int fd);
 int pending_inode(dev_t dev, ino_t ino);
 void flush_if_pending(int dirfd, const char *path, int nofollow);
+int fds_released(void);
 
 /* extract_flusher.c */
 void flush_queue_behind(void);

@@ -32,11 +32,21 @@ void report(const struct wfile *w, const char *what, int err)
 	say(w->name, what, err);
 }
 
+/* The queue's bound from tar's descriptor limit (extract.h, QUEUE_FILES_MAX). */
+static unsigned queue_files(void)
+{
+	unsigned q = fds_left() / 4;
+
+	return q > QUEUE_FILES_MAX ? QUEUE_FILES_MAX : q < QUEUE_FILES_MIN ? QUEUE_FILES_MIN : q;
+}
+
 void start_extracting(void)
 {
 	if (ex.extracting)
 		return;
 	ex.extracting = 1;
+	ex.queue_files = queue_files();
+	counters.xqueue_files = ex.queue_files;
 	ex.dirty = 1;
 	ex.errfd = fcntl(2, F_DUPFD_CLOEXEC, 10);
 	/* Runs at tar's exit, with its status (tar has closed stdout and

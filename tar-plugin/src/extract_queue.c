@@ -197,6 +197,25 @@ int pending(void)
 	return ex.nq || generation_in_flight();
 }
 
+/*
+ * An open of tar's was refused for want of descriptors (EMFILE, ENFILE):
+ * the files tar closed whose descriptors the queue and the flusher still
+ * hold are written out and closed.  Whether any was: then the open is
+ * worth trying again, as tar would have had those descriptors back.
+ */
+int fds_released(void)
+{
+	int held = generation_in_flight();
+
+	for (unsigned i = 0; i < ex.nq && !held; i++)
+		held = ex.queue[i]->closed;
+	if (!held)
+		return 0;
+	counters.xfd_waits++;
+	flush_queue();
+	return 1;
+}
+
 /* Before a name-based call on dirfd/path: flush when it reaches a pending file. */
 void flush_if_pending(int dirfd, const char *path, int nofollow)
 {

@@ -34,6 +34,12 @@ static int do_openat(int (*real)(int, const char *, int, ...), int dirfd,
 	e = create_open_before(dirfd, path, flags);
 	errno = saved;
 	fd = real(dirfd, path, flags, mode);
+	/* Out of descriptors while the queue holds some of tar's: they go
+	 * back first, and tar never fails a file for them. */
+	if (fd < 0 && (errno == EMFILE || errno == ENFILE) && plugin.extract_ok && fds_released()) {
+		errno = saved;
+		fd = real(dirfd, path, flags, mode);
+	}
 	saved = errno;
 	if (plugin.extract_ok)
 		after_open(dirfd, fd, path, flags);
@@ -106,8 +112,13 @@ static int do_open(int (*real)(const char *, int, ...), const char *path, int fl
 	if (!xenter())
 		return real(path, flags, mode);
 	before_open(AT_FDCWD, path, flags, 0);
-	leave();
+	saved = errno;
 	fd = real(path, flags, mode);
+	if (fd < 0 && (errno == EMFILE || errno == ENFILE) && fds_released()) {
+		errno = saved;
+		fd = real(path, flags, mode);
+	}
+	leave();
 	if (fd >= 0 && pending() && !(write_open(flags) && (flags & O_CREAT)) && xenter()) {
 		saved = errno;
 		after_open(AT_FDCWD, fd, path, flags);

@@ -6,8 +6,12 @@
 #include "bfo_tar.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define REAL_DEFINE(name, ret, params, need) ret (*real_##name) params;
@@ -43,6 +47,38 @@ void plugin_off(void)
 {
 	create_stop();
 	plugin.active = 0;
+}
+
+/*
+ * Descriptors tar's soft RLIMIT_NOFILE leaves free now: the limit less
+ * the entries of /proc/self/fd (less the one listing them).  The plugin
+ * sizes what it holds from this and never raises the limit: tar's
+ * children (compressors, --to-command) inherit it, and tar's own errors
+ * must stay those plain tar meets under the same limit.
+ */
+unsigned fds_left(void)
+{
+	struct rlimit rl;
+	char buf[4096];
+	long n, used = 0;
+	int fd;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > UINT_MAX)
+		return UINT_MAX;
+	fd = real_openat(AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return (unsigned)(rl.rlim_cur / 2);     /* no /proc: assume half is tar's */
+	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+		for (long off = 0; off < n;) {
+			const struct dirent64 *d = (const struct dirent64 *)(buf + off);
+
+			used += d->d_name[0] != '.';
+			off += d->d_reclen;
+		}
+	}
+	real_close(fd);
+	used = used > 0 ? used - 1 : 0;
+	return rl.rlim_cur > (rlim_t)used ? (unsigned)(rl.rlim_cur - (rlim_t)used) : 0;
 }
 
 /* Children (compressors, --to-command...) do not load the plugin again. */
