@@ -21,6 +21,7 @@
 #include "bfo.h"
 #include "common.h"
 #include "ctx.h"
+#include "fdlimit.h"
 #include "dispatch.h"
 #include "plan.h"
 
@@ -197,6 +198,9 @@ BFO_API int bfo_ctx_create(struct bfo_ctx **out, const struct bfo_opts *opts)
 	ret = opts_resolve(&ctx->o, opts);
 	if (ret)
 		goto fail_free;
+	/* A pool thread holds one descriptor at a time (a file mapped or
+	 * read, a directory listed): as many threads as the budget allows. */
+	ctx->o.threads = fdl_share(ctx->o.threads, 1);
 	pthread_mutex_init(&ctx->lock, NULL);
 	{
 		/* bfo_read_wait's deadline is on CLOCK_MONOTONIC (a clock step

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "bfo.h"
+#include "fdlimit.h"
 #include "common.h"
 #include "pool.h"
 
@@ -115,18 +116,18 @@ static void dirahead_read(struct pool_task *t)
 	} else {
 		/* O_NOFOLLOW as the caller's own listing: a symlink swapped in
 		 * for the directory is not followed here either. */
-		int fd = open(x->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int fd = fdl_open(x->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 		DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
 
 		if (!dir) {
 			if (fd >= 0)
-				close(fd);
+				fdl_close(fd);
 			atomic_fetch_add(&d->failed, 1);
 		} else {
 			int err = read_entries(d, dir, d->flags & BFO_DIRAHEAD_STAT);
 
 			atomic_fetch_add(err ? &d->failed : &d->read, 1);
-			closedir(dir);
+			fdl_closedir(dir);
 		}
 	}
 	free(x);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "fdlimit.h"
 #include "ctx.h"
 #include "fileio.h"
 #include "plan.h"
@@ -81,8 +82,8 @@ static void fitem_read(struct fitem *it, enum fjob_kind kind, const struct entry
 	uint64_t got = 0, want;
 	int fd, ret;
 
-	fd = open(e->path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC |
-			   (nofollow ? O_NOFOLLOW : 0));
+	fd = fdl_open(e->path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC |
+			       (nofollow ? O_NOFOLLOW : 0), 0);
 	if (fd < 0) {
 		it->result = -errno;
 		return;
@@ -122,7 +123,7 @@ static void fitem_read(struct fitem *it, enum fjob_kind kind, const struct entry
 	}
 	it->result = 0;
 out:
-	close(fd);
+	fdl_close(fd);
 }
 
 void fjob_run(struct pool_task *t)

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "bfo.h"
+#include "fdlimit.h"
 #include "common.h"
 #include "ctx.h"
 #include "devinfo.h"
@@ -130,19 +131,19 @@ static enum map_result open_planned(struct entry *e, bool nofollow, int *fd)
 	struct stat st;
 	struct entry now;
 
-	*fd = open(e->path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC |
-			    (nofollow ? O_NOFOLLOW : 0));
+	*fd = fdl_open(e->path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC |
+				(nofollow ? O_NOFOLLOW : 0), 0);
 	if (*fd < 0) {
 		e->status = -errno;
 		return MAP_FAILED;
 	}
 	if (fstat(*fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(*fd);
+		fdl_close(*fd);
 		return MAP_PER_FILE;
 	}
 	entry_meta_from_stat(&now, &st);
 	if (!meta_same(&now, e)) {
-		close(*fd);
+		fdl_close(*fd);
 		return MAP_PER_FILE;
 	}
 	return MAP_OK;
@@ -259,7 +260,7 @@ static enum map_result map_extents(struct ptask *t, struct entry *e, bool nofoll
 	e->ext_first = first;
 	e->ext_count = 0;
 	per_file = fiemap_extents(t, e, fd, for_raw, &covered);
-	close(fd);
+	fdl_close(fd);
 	e->ext_count = t->next - first;
 	if (e->ext_count)
 		e->first_phys = t->ext[first].phys;

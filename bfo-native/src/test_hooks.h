@@ -23,6 +23,11 @@ struct bfo_test_hooks {
 	void (*after_plan)(void *arg, uint32_t nfiles);
 	void (*after_data)(void *arg, const char *path);
 	bool (*hold_retire)(void *arg);
+	/* fd_retry: an open of libbfo's met EMFILE or ENFILE and is tried
+	 * again once a descriptor of libbfo's is closed (fdlimit.c, the
+	 * io_uring writer), called before it waits for that close: a test
+	 * holding descriptors knows the wait began */
+	void (*fd_retry)(void *arg);
 	/* dircache_bytes: when nonzero, a batch keeps this many bytes of
 	 * directory listings (dirlist.c) instead of its own bound, so that a
 	 * test's small directories take the path of those too large to keep */

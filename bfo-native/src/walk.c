@@ -11,6 +11,7 @@
  * fill the other).
  */
 #include "walk.h"
+#include "fdlimit.h"
 #include "dirlist.h"
 
 #include <dirent.h>
@@ -180,7 +181,7 @@ static void list_end(struct walk *w, struct dirlist_builder *lb, bool whole)
 
 static void read_dir(struct walk *w, char *dir)
 {
-	DIR *d = opendir(dir);
+	DIR *d = fdl_opendir(dir);
 	struct dirent *de;
 
 	if (!d) {
@@ -272,7 +273,7 @@ static void read_dir(struct walk *w, char *dir)
 	}
 	if (lb.l)
 		list_end(w, &lb, whole);
-	closedir(d);
+	fdl_closedir(d);
 }
 
 static void *walk_main(void *arg)
@@ -315,7 +316,9 @@ struct walk *walk_start(const char *root, unsigned nthreads, size_t batch_cap, u
 	w->lists_on = flags & WALK_LISTS;
 	w->fill = malloc(w->cap * sizeof(*w->fill));
 	w->out = malloc(w->cap * sizeof(*w->out));
-	w->threads = calloc(nthreads ? nthreads : 1, sizeof(*w->threads));
+	/* A thread holds one directory open at a time. */
+	nthreads = fdl_share(nthreads ? nthreads : 1, 1);
+	w->threads = calloc(nthreads, sizeof(*w->threads));
 	w->fails = calloc(WALK_MAX_FAILURES, sizeof(*w->fails));
 	char *r = strdup(root);
 

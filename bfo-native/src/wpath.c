@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "write.h"
+#include "fdlimit.h"
 
 #define BENEATH (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
 
@@ -52,11 +53,14 @@ static int openat2_beneath(int dirfd, const char *path)
 		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
 		.resolve = BENEATH,
 	};
+	uint64_t gen = fdl_gen();
 	long fd;
 
+	/* EAGAIN: a rename or mount race; EMFILE: see fdl_retry (the
+	 * directory itself is not counted: its callers close it). */
 	do {
 		fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
-	} while (fd < 0 && errno == EAGAIN);   /* rename/mount race: retry */
+	} while (fd < 0 && (errno == EAGAIN || fdl_retry(errno, &gen)));
 	return fd < 0 ? -errno : (int)fd;
 }
 
@@ -89,6 +93,15 @@ int wpath_open_dir(int rootfd, const char *dir, bool create)
 	}
 	free(copy);
 	return cur;
+}
+
+int wpath_open_dir_held(int rootfd, const char *dir, bool create)
+{
+	int fd = wpath_open_dir(rootfd, dir, create);
+
+	if (fd >= 0)
+		fdl_hold();
+	return fd;
 }
 
 /* Split rel at its last '/': dir gets the directory ("" at the root),

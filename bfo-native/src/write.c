@@ -29,6 +29,7 @@
 #include "pool.h"
 #include "write.h"
 #include "writer.h"
+#include "fdlimit.h"
 
 #define DEF_WTHREADS 16u
 
@@ -144,6 +145,28 @@ static void journal_leave(struct bfo_writer *w)
 	w->jfd = w->lockfd = -1;
 }
 
+/*
+ * What the writer holds at once, within its share of the descriptor limit
+ * (fdlimit.h): each worker a directory, a file and a moment's O_PATH of
+ * one; the io_uring path as many directories as URING_DIRS_AT_ONCE and a
+ * file per chain.  Scaled down together when the share is smaller.
+ */
+static void fit_fds(struct bfo_writer *w)
+{
+	unsigned dirs = w->uring ? URING_DIRS_AT_ONCE : 0;
+	unsigned qd = w->uring ? (w->o.queue_depth ? w->o.queue_depth : URING_DEF_QD) : 0;
+	unsigned want = 3 * w->o.threads + dirs + qd;
+	unsigned got = fdl_share(want, 5);      /* a worker; a directory and a chain */
+
+	if (got < want) {
+		w->o.threads = MAX(1u, (unsigned)((uint64_t)w->o.threads * got / want));
+		dirs = MAX(1u, (unsigned)((uint64_t)dirs * got / want));
+		qd = MAX(1u, (unsigned)((uint64_t)qd * got / want));
+	}
+	w->uring_dirs = dirs;
+	w->uring_qd = qd;
+}
+
 BFO_API int bfo_writer_open(struct bfo_writer **out, const char *root, const struct bfo_write_opts *opts)
 {
 	struct bfo_writer *w;
@@ -206,6 +229,7 @@ BFO_API int bfo_writer_open(struct bfo_writer **out, const char *root, const str
 	/* The manifest records STEM or BATCHED (what recovery needs); the
 	 * stats name the engine that ran. */
 	w->st.engine = w->uring ? BFO_WENGINE_URING : w->engine;
+	fit_fds(w);
 	ret = pool_start(&w->pool, w->o.threads);
 	if (ret)
 		goto fail;

@@ -27,6 +27,9 @@ void writer_cancel_with(struct bfo_writer *w, const atomic_bool *flag, const ato
 /* wpath.c */
 int wpath_check(const char *rel);
 int wpath_open_dir(int rootfd, const char *dir, bool create);
+/* wpath_open_dir, counted as a descriptor of libbfo's own (fdlimit.h):
+ * closed with fdl_close.  For the writer's workers and io_uring waves. */
+int wpath_open_dir_held(int rootfd, const char *dir, bool create);
 const char *wpath_split(const char *rel, char *dir, size_t len);
 
 /* One record of a manifest: what the batch writes at a path. */

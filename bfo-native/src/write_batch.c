@@ -16,6 +16,7 @@
 
 #include "common.h"
 #include "writer.h"
+#include "fdlimit.h"
 
 static void tmp_name(struct bfo_writer *w, char *buf, size_t len)
 {
@@ -93,8 +94,8 @@ static void link_pass(struct wbatch *b)
 		}
 		const char *sbase = wpath_split(e->data, sdir, sizeof(sdir));
 		const char *dbase = wpath_split(e->path, ddir, sizeof(ddir));
-		int sfd = wpath_open_dir(b->w->rootfd, sdir, false);
-		int dfd = sfd < 0 ? sfd : wpath_open_dir(b->w->rootfd, ddir, true);
+		int sfd = wpath_open_dir_held(b->w->rootfd, sdir, false);
+		int dfd = sfd < 0 ? sfd : wpath_open_dir_held(b->w->rootfd, ddir, true);
 		int ret = 0;
 
 		const char *tmp = b->temps ? b->temps[i] : NULL;
@@ -113,9 +114,9 @@ static void link_pass(struct wbatch *b)
 			unlinkat(dfd, tmp, 0);
 		}
 		if (sfd >= 0)
-			close(sfd);
+			fdl_close(sfd);
 		if (dfd >= 0)
-			close(dfd);
+			fdl_close(dfd);
 		set_status(b, i, ret);
 	}
 }
@@ -131,7 +132,7 @@ static void rename_pass(struct wbatch *b)
 		if (!b->temps[i] || e->type == BFO_WTYPE_HARDLINK)
 			continue;
 		const char *base = wpath_split(e->path, dir, sizeof(dir));
-		int dfd = wpath_open_dir(b->w->rootfd, dir, false);
+		int dfd = wpath_open_dir_held(b->w->rootfd, dir, false);
 
 		if (dfd < 0)
 			continue;
@@ -139,7 +140,7 @@ static void rename_pass(struct wbatch *b)
 			e->status = -errno;
 			unlinkat(dfd, b->temps[i], 0);
 		}
-		close(dfd);
+		fdl_close(dfd);
 	}
 }
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "fdlimit.h"
 #include "writer.h"
 
 const char *base_of(const char *path)
@@ -94,8 +95,8 @@ static int write_file(struct wbatch *b, int dfd, uint32_t i)
 	 * (then no chmod: on XFS each is a logged transaction per file). */
 	bool exact = !(e->mode & 07000) && !(e->mode & w->umask);
 
-	fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		    exact ? e->mode & 0777 : 0600);
+	fd = fdl_openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			exact ? e->mode & 0777 : 0600);
 	if (fd < 0)
 		return -errno;
 	/* Stem: whole blocks are shared from the durable stem, the tail is
@@ -122,7 +123,7 @@ static int write_file(struct wbatch *b, int dfd, uint32_t i)
 	}
 	if (!ret)
 		ret = file_made(b, i, fd, exact);
-	if (close(fd) < 0 && !ret)
+	if (fdl_close(fd) < 0 && !ret)
 		ret = -errno;
 	if (ret)
 		unlinkat(dfd, name, 0);  /* never torn */
@@ -161,19 +162,19 @@ static int write_special(struct wbatch *b, int dfd, uint32_t i)
 	 * type, ours, and linked once (another user may have swapped it;
 	 * one of theirs is neither touched nor removed). */
 	struct stat st;
-	int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	int fd = fdl_openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
 
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) < 0 || (st.st_mode & S_IFMT) != (link ? S_IFLNK : type_of(e)) ||
 	    st.st_uid != geteuid() || st.st_nlink != 1) {
-		close(fd);
+		fdl_close(fd);
 		return -ESTALE;
 	}
 	ret = journal_made(b, i, fd, NULL);
 	if (!ret)
 		ret = meta_apply(fd, true, e, link, false);
-	close(fd);
+	fdl_close(fd);
 	if (ret)
 		unlinkat(dfd, name, 0);
 	return ret;
@@ -196,11 +197,11 @@ static int write_dir(struct wbatch *b, int dfd, uint32_t i)
 			return -errno;
 		made = false;
 	}
-	fd = openat(dfd, base_of(e->path), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	fd = fdl_openat(dfd, base_of(e->path), O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	ret = fid_of_fd(fd, &d.id);
-	close(fd);
+	fdl_close(fd);
 	if (ret)
 		return ret;
 	if (d.id.type != S_IFDIR)
@@ -254,7 +255,7 @@ void group_task(struct pool_task *pt)
 	struct wtask *t = (struct wtask *)pt;
 	struct wbatch *b = t->b;
 	struct bfo_writer *w = b->w;
-	int dfd = wpath_open_dir(w->rootfd, t->dir, !t->late);
+	int dfd = wpath_open_dir_held(w->rootfd, t->dir, !t->late);
 
 	for (uint32_t k = t->first; k < t->first + t->count; k++) {
 		uint32_t i = b->order[k];
@@ -280,7 +281,7 @@ void group_task(struct pool_task *pt)
 		set_status(b, i, ret);
 	}
 	if (dfd >= 0)
-		close(dfd);
+		fdl_close(dfd);
 	pthread_mutex_lock(&w->lock);
 	if (--w->tasks_left == 0)
 		pthread_cond_broadcast(&w->cond);

@@ -14,6 +14,7 @@
 
 #include "common.h"
 #include "writer.h"
+#include "fdlimit.h"
 
 struct wstream *stream_find(struct bfo_writer *w, const char *path)
 {
@@ -75,8 +76,14 @@ int write_piece(struct wbatch *b, uint32_t i)
 
 		if (dfd < 0)
 			return dfd;
-		int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		uint64_t gen = fdl_gen();
+		int fd;
 
+		/* Held until its last piece: not counted, but an EMFILE of
+		 * libbfo's own waits like a counted open (fdlimit.h). */
+		while ((fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+				    0600)) < 0 && fdl_retry(errno, &gen))
+			;
 		if (fd < 0) {
 			ret = -errno;
 			close(dfd);

@@ -4,7 +4,8 @@
  * exclusive), then a write (and an fsync for DURABILITY_EACH) once the
  * descriptor is known; identity and metadata go to that descriptor before
  * it is closed.  Only whole regular files take this path; everything else
- * goes to the pool as usual.  Descriptors held: the queue depth.
+ * goes to the pool as usual.  Descriptors held: a file per chain
+ * (uring_qd) and uring_dirs directories, sized by the writer (fit_fds).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,13 +18,12 @@
 
 #include "common.h"
 #include "writer.h"
+#include "fdlimit.h"
+#include "test_hooks.h"
 
-#define DEF_WQD 64u
 /* io_uring chains: creates block in io-wq workers; more than this many at
  * once only contend on the file system's journal (measured on ext4/XFS). */
 #define URING_WQ_WORKERS 8u
-/* Directory descriptors held at once by the io_uring path. */
-#define URING_DIRS_AT_ONCE 256u
 
 struct uchain {
 	uint32_t i;
@@ -49,7 +49,7 @@ static void uchain_done(struct wbatch *b, struct uchain *c)
 					   e->length - (uint64_t)c->written, (uint64_t)c->written);
 		if (!c->err)
 			c->err = file_made(b, c->i, c->fd, false);
-		if (close(c->fd) < 0 && !c->err)
+		if (fdl_close(c->fd) < 0 && !c->err)
 			c->err = -errno;
 		/* Only a file this chain made is removed (-EEXIST came from
 		 * the open: the file there is not ours). */
@@ -88,12 +88,23 @@ struct uchains {
 	struct io_uring ring;
 	struct uchain *ch;
 	uint32_t *free_slots, nfree;
+	/* Files whose open met EMFILE/ENFILE while descriptors of ours were
+	 * held (fdlimit.h): opened again once one was closed. */
+	struct uretry {
+		uint32_t i;
+		int dfd;
+	} *retry;
+	uint32_t nretry;
+	uint32_t holding;           /* chains holding a file's descriptor */
+	bool retry_ready;           /* a descriptor was closed since they failed */
+	uint64_t gen;               /* fdl_gen() when this ring held none */
 };
 
 static void uchains_exit(struct uchains *u)
 {
 	free(u->ch);
 	free(u->free_slots);
+	free(u->retry);
 	io_uring_queue_exit(&u->ring);
 }
 
@@ -107,7 +118,11 @@ static int uchains_init(struct uchains *u, unsigned qd)
 	io_uring_register_iowq_max_workers(&u->ring, wq);
 	u->ch = calloc(qd, sizeof(*u->ch));
 	u->free_slots = malloc(qd * sizeof(*u->free_slots));
-	if (!u->ch || !u->free_slots) {
+	u->retry = malloc(qd * sizeof(*u->retry));
+	u->nretry = u->holding = 0;
+	u->retry_ready = false;
+	u->gen = fdl_gen();
+	if (!u->ch || !u->free_slots || !u->retry) {
 		uchains_exit(u);
 		return -ENOMEM;
 	}
@@ -116,25 +131,50 @@ static int uchains_init(struct uchains *u, unsigned qd)
 	return 0;
 }
 
-/* Opens for the files from idx[sub] on while slots are free: the next sub. */
+static void uchain_submit_open(struct wbatch *b, struct uchains *u, uint32_t i, int dfd)
+{
+	uint32_t s = u->free_slots[--u->nfree];
+	struct io_uring_sqe *q;
+
+	if (io_uring_sq_space_left(&u->ring) < 1)
+		io_uring_submit(&u->ring);
+	u->ch[s] = (struct uchain){ .i = i, .dfd = dfd, .fd = -1, .written = -1 };
+	q = io_uring_get_sqe(&u->ring);
+	io_uring_prep_openat(q, dfd, entry_name(b, i),
+			     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	q->user_data = (uint64_t)s << 8 | U_OPEN;
+}
+
+/* Opens for the files to open again (once a descriptor came back), then
+ * for those from idx[sub] on, while slots are free: the next sub. */
 static uint32_t uchains_open(struct wbatch *b, struct uchains *u, const uint32_t *idx,
 			     const int *dfds, uint32_t sub, uint32_t n)
 {
-	while (u->nfree && sub < n && !batch_stopped(b)) {
-		uint32_t i = idx[sub], s = u->free_slots[--u->nfree];
-		const char *name = entry_name(b, i);
-		struct io_uring_sqe *q;
+	while (u->nfree && u->nretry && u->retry_ready && !batch_stopped(b)) {
+		struct uretry r = u->retry[--u->nretry];
 
-		if (io_uring_sq_space_left(&u->ring) < 1)
-			io_uring_submit(&u->ring);
-		u->ch[s] = (struct uchain){ .i = i, .dfd = dfds[sub], .fd = -1, .written = -1 };
-		q = io_uring_get_sqe(&u->ring);
-		io_uring_prep_openat(q, dfds[sub], name,
-				     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		q->user_data = (uint64_t)s << 8 | U_OPEN;
+		uchain_submit_open(b, u, r.i, r.dfd);
+	}
+	u->retry_ready = false;
+	while (u->nfree && sub < n && !batch_stopped(b)) {
+		uchain_submit_open(b, u, idx[sub], dfds[sub]);
 		sub++;
 	}
 	return sub;
+}
+
+/* The open of chain c met EMFILE/ENFILE: whether it goes again later
+ * (a chain of this ring holds a descriptor it will close, or another
+ * thread of libbfo closed one: fdl_retry). */
+static bool uchain_requeue(struct uchains *u, struct uchain *c, int err)
+{
+	if (u->holding == 0 && !fdl_retry(err, &u->gen))
+		return false;
+	if (u->holding && bfo_test_hooks.fd_retry)
+		bfo_test_hooks.fd_retry(bfo_test_hooks.arg);
+	u->retry[u->nretry++] = (struct uretry){ .i = c->i, .dfd = c->dfd };
+	u->retry_ready = u->holding == 0;
+	return true;
 }
 
 /* The completions there are: a chain whose open succeeded gets its write,
@@ -156,10 +196,17 @@ static uint32_t uchains_reap(struct wbatch *b, struct uchains *u)
 
 		k++;
 		if (op == U_OPEN) {
-			if (cqe->res < 0)
+			if ((cqe->res == -EMFILE || cqe->res == -ENFILE) && uchain_requeue(u, c, -cqe->res)) {
+				u->free_slots[u->nfree++] = s;
+				continue;
+			}
+			if (cqe->res < 0) {
 				c->err = cqe->res;
-			else
+			} else {
 				c->fd = cqe->res;
+				fdl_hold();
+				u->holding++;
+			}
 			/* Submitted after this loop: the ring is being read. */
 			end = cqe->res < 0;
 			if (!end)
@@ -187,6 +234,10 @@ static uint32_t uchains_reap(struct wbatch *b, struct uchains *u)
 
 		if ((ended[x] & 0x80000000u) && uchain_write(&u->ring, b, &u->ch[s], s))
 			continue;
+		if (u->ch[s].fd >= 0) {
+			u->holding--;
+			u->retry_ready = true;
+		}
 		uchain_done(b, &u->ch[s]);
 		u->free_slots[u->nfree++] = s;
 		done++;
@@ -194,15 +245,11 @@ static uint32_t uchains_reap(struct wbatch *b, struct uchains *u)
 	return done;
 }
 
-static int uring_files(struct wbatch *b, uint32_t *idx, int *dfds, uint32_t n)
+/* The chains of the files idx[0..n) (each in directory dfds[k]) on u. */
+static void uring_files(struct wbatch *b, struct uchains *u, uint32_t *idx, int *dfds, uint32_t n)
 {
-	unsigned qd = b->w->o.queue_depth ? b->w->o.queue_depth : DEF_WQD;
-	struct uchains u;
 	uint32_t sub = 0, done = 0;
-	int ret = uchains_init(&u, qd);
 
-	if (ret)
-		return ret;
 	while (done < n) {
 		/* STOP_ON_ERROR: what is not submitted yet is cancelled. */
 		while (sub < n && batch_stopped(b)) {
@@ -210,14 +257,16 @@ static int uring_files(struct wbatch *b, uint32_t *idx, int *dfds, uint32_t n)
 			sub++;
 			done++;
 		}
+		while (u->nretry && batch_stopped(b)) {
+			b->e[u->retry[--u->nretry].i].status = -ECANCELED;
+			done++;
+		}
 		if (done == n)
 			break;
-		sub = uchains_open(b, &u, idx, dfds, sub, n);
-		io_uring_submit_and_wait(&u.ring, 1);
-		done += uchains_reap(b, &u);
+		sub = uchains_open(b, u, idx, dfds, sub, n);
+		io_uring_submit_and_wait(&u->ring, 1);
+		done += uchains_reap(b, u);
 	}
-	uchains_exit(&u);
-	return 0;
 }
 
 bool uring_usable(void)
@@ -230,14 +279,20 @@ bool uring_usable(void)
 	return true;
 }
 
-/* A wave of directories at a time, so the directory descriptors held stay
- * bounded. */
+/*
+ * A wave of directories at a time, so the directory descriptors held stay
+ * bounded: at most uring_dirs, and within what the descriptor limit leaves
+ * free when the wave starts (its ring, then half for directories and half
+ * for the chains' files), so a wave never takes the descriptors its own
+ * chains need.
+ */
 void data_uring(struct wbatch *b, uint32_t gfirst, uint32_t gend, struct wtask *tasks)
 {
 	struct bfo_writer *w = b->w;
 	uint32_t *idx = malloc(b->n * sizeof(*idx));
 	int *dfds = malloc(b->n * sizeof(*dfds));
-	int *open_fds = malloc(URING_DIRS_AT_ONCE * sizeof(*open_fds));
+	int *open_fds = malloc(w->uring_dirs * sizeof(*open_fds));
+	uint64_t gen = fdl_gen();
 
 	if (!idx || !dfds || !open_fds) {
 		free(idx);
@@ -250,11 +305,24 @@ void data_uring(struct wbatch *b, uint32_t gfirst, uint32_t gend, struct wtask *
 	}
 	for (uint32_t g = gfirst; g < gend;) {
 		uint32_t n = 0, nopen = 0, gstop = g;
+		unsigned room = fdl_free(), dirs, qd;
+		struct uchains u;
+		int ret;
 
-		for (; gstop < gend && nopen < URING_DIRS_AT_ONCE; gstop++) {
+		room = room > 1 ? room - 1 : 1;
+		dirs = MIN(w->uring_dirs, MAX(1u, room / 2));
+		qd = MIN(w->uring_qd, MAX(1u, room - dirs));
+		ret = uchains_init(&u, qd);
+		if ((ret == -EMFILE || ret == -ENFILE) && fdl_retry(-ret, &gen))
+			continue;
+		for (; gstop < gend && nopen < dirs; gstop++) {
 			struct wtask *t = &tasks[gstop];
-			int dfd = wpath_open_dir(w->rootfd, t->dir, !t->late);
+			int dfd = ret < 0 ? ret : wpath_open_dir_held(w->rootfd, t->dir, !t->late);
 
+			/* Out of descriptors with directories of this wave
+			 * open: the rest go in the next wave, after these. */
+			if ((dfd == -EMFILE || dfd == -ENFILE) && nopen)
+				break;
 			if (dfd >= 0)
 				open_fds[nopen++] = dfd;
 			for (uint32_t k = t->first; k < t->first + t->count; k++) {
@@ -270,14 +338,12 @@ void data_uring(struct wbatch *b, uint32_t gfirst, uint32_t gend, struct wtask *
 				dfds[n++] = dfd;
 			}
 		}
-		int ret = uring_files(b, idx, dfds, n);
-
-		if (ret < 0) {
-			for (uint32_t k = 0; k < n; k++)
-				set_status(b, idx[k], ret);
+		if (ret == 0) {
+			uring_files(b, &u, idx, dfds, n);
+			uchains_exit(&u);
 		}
 		for (uint32_t k = 0; k < nopen; k++)
-			close(open_fds[k]);
+			fdl_close(open_fds[k]);
 		g = gstop;
 	}
 	free(idx);

@@ -49,6 +49,12 @@ struct wstream {                    /* a file arriving in pieces */
  * manifests (and descriptors) held, and the work a recovery may face. */
 #define DEFER_MAX_BATCHES 64u
 
+/* The io_uring path (write_uring.c): chains at once by default, and
+ * directory descriptors held at once; both scaled to the descriptor
+ * budget at open (write.c, fit_fds). */
+#define URING_DEF_QD       64u
+#define URING_DIRS_AT_ONCE 256u
+
 struct bfo_writer {
 	int rootfd, jfd;
 	int lockfd;                 /* journal/w-PID-ID.lock: this writer lives */
@@ -56,6 +62,8 @@ struct bfo_writer {
 	struct bfo_write_opts o;
 	uint32_t engine;            /* resolved: STEM or BATCHED */
 	bool uring;                 /* BATCHED with whole files as io_uring chains */
+	unsigned uring_dirs;        /* io_uring path: directories held at once */
+	unsigned uring_qd;          /* io_uring path: chains (a file each) at once */
 	uint32_t blksz;
 	bool is_root;
 	struct pool pool;
