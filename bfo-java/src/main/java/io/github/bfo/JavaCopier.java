@@ -223,8 +223,9 @@ final class JavaCopier {
             } else {
                 SafeTree.Meta m = meta(src, a, false);
                 // O_NOFOLLOW: a source swapped for a link is not read through it
-                try (FileChannel in = FileChannel.open(src, StandardOpenOption.READ, NOFOLLOW);
+                try (Descriptors.Held<FileChannel> h = openSource(run, src, rel);
                      SafeTree.Temp t = run.tree.newFile(rel)) {
+                    FileChannel in = h.get();
                     long n = 0, size = in.size();
                     while (n < size) {
                         long k = in.transferTo(n, size - n, t.ch);
@@ -249,6 +250,19 @@ final class JavaCopier {
         } catch (IOException e) {
             fail(run, e instanceof FileAlreadyExistsException || e instanceof SafeTree.Refused
                     ? run.shown.resolve(rel.toString()) : src, e);
+        }
+    }
+
+    /** src for reading, counted; short of descriptors, once more after the tree closed cached directories. */
+    private static Descriptors.Held<FileChannel> openSource(Run run, Path src, Path rel) throws IOException {
+        Descriptors.Opener<FileChannel> o = () -> FileChannel.open(src, StandardOpenOption.READ, NOFOLLOW);
+        try {
+            return Descriptors.open(o);
+        } catch (IOException e) {
+            if (!Descriptors.exhausted(e) || !run.tree.shed(rel.getParent())) {
+                throw e;
+            }
+            return Descriptors.open(o);
         }
     }
 

@@ -61,7 +61,9 @@ final class JavaReadEngine implements BatchFileReader.Impl {
         this.metadataOnly = b.metadataOnly;
         this.arena = b.arenaBytes != 0 ? b.arenaBytes : DEF_ARENA;
         this.largeFile = Math.max(4096, Math.min(b.largeFile != 0 ? b.largeFile : DEF_LARGE_FILE, arena / 8));
-        this.threads = b.threads != 0 ? b.threads : Math.max(4, Math.min(8, 2 * Runtime.getRuntime().availableProcessors()));
+        // a thread holds one file open at a time: as many as the descriptor budget allows
+        this.threads = Descriptors.share(b.threads != 0 ? b.threads
+                : Math.max(4, Math.min(8, 2 * Runtime.getRuntime().availableProcessors())), 1);
         int window = b.windowFiles != 0 ? b.windowFiles : 65536;
         this.maxInFlight = Math.max(16, Math.min(window, threads * 8));
         this.why = why;
@@ -524,7 +526,8 @@ final class JavaReadEngine implements BatchFileReader.Impl {
                 try {
                     ByteBuffer buf = ByteBuffer.allocate((int) want);
                     boolean changed;
-                    try (FileChannel ch = FileChannel.open(p, oo)) {
+                    try (Descriptors.Held<FileChannel> h = Descriptors.open(() -> FileChannel.open(p, oo))) {
+                        FileChannel ch = h.get();
                         while (buf.hasRemaining()) {
                             ios.incrementAndGet();
                             if (ch.read(buf) < 0) {
@@ -564,7 +567,8 @@ final class JavaReadEngine implements BatchFileReader.Impl {
         }
 
         private void readPieces(Path p, long idx, Meta m, OpenOption[] oo) throws IOException, InterruptedException {
-            try (FileChannel ch = FileChannel.open(p, oo)) {
+            try (Descriptors.Held<FileChannel> h = Descriptors.open(() -> FileChannel.open(p, oo))) {
+                FileChannel ch = h.get();
                 long off = 0;
                 long size = m.size;
                 while (off < size) {

@@ -85,8 +85,10 @@ final class SafeTree implements Closeable {
                     PosixFilePermission.OWNER_WRITE));
     private static final Set<OpenOption> CREATE = Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE,
             NOFOLLOW);
-    /** Directories held open at once (least recently used closed first). */
+    /** Directories held open at once (least recently used closed first), within the descriptor budget. */
     private static final int OPEN_DIRS = 64;
+    /** At least: an operation uses a path's directories while it walks them (a deep path, a stage). */
+    private static final int OPEN_DIRS_MIN = 16;
     private static final String STAGE_PREFIX = ".bfo-stage.";
 
     /** A metadata call the Java engine cannot make safely here (-EPERM; the native engine can). */
@@ -191,11 +193,13 @@ final class SafeTree implements Closeable {
     private final Map<Path, Object> made = new HashMap<>();         // relative directory -> fileKey
     private final Map<Integer, UserPrincipal> users = new HashMap<>();
     private final Map<Integer, GroupPrincipal> groups = new HashMap<>();
+    /** A directory stream holds two descriptors (the JDK's, and the dup it lists through). */
+    private final int openDirs = Descriptors.share(2 * OPEN_DIRS, 2 * OPEN_DIRS_MIN) / 2;
     private final LinkedHashMap<Path, SecureDirectoryStream<Path>> open =
             new LinkedHashMap<>(16, 0.75f, true) {
                 @Override
                 protected boolean removeEldestEntry(Map.Entry<Path, SecureDirectoryStream<Path>> e) {
-                    if (size() > OPEN_DIRS) {
+                    if (size() > openDirs) {
                         closeQuietly(e.getValue());
                         return true;
                     }
@@ -371,6 +375,10 @@ final class SafeTree implements Closeable {
 
     /** Makes the directory rel (owner-only until {@link #applyDir}); false when a directory was there already. */
     boolean mkdir(Path rel) throws IOException {
+        return shedding(() -> mkdirOnce(rel));
+    }
+
+    private boolean mkdirOnce(Path rel) throws IOException {
         SecureDirectoryStream<Path> parent = dir(rel.getParent(), true);
         BasicFileAttributes a = attrsOrNull(parent, rel.getFileName());
         if (a != null) {
@@ -409,7 +417,7 @@ final class SafeTree implements Closeable {
                 throw new NotDirectoryException(rel.toString());
             }
             // A FIFO swapped in after the check would block this open (denial of service only: never followed).
-            SecureDirectoryStream<Path> d = parent.newDirectoryStream(name, NOFOLLOW);
+            SecureDirectoryStream<Path> d = opening(rel.getParent(), () -> parent.newDirectoryStream(name, NOFOLLOW));
             if (!self(d).isDirectory()) {
                 d.close();
                 throw new NotDirectoryException(rel.toString());
@@ -432,8 +440,12 @@ final class SafeTree implements Closeable {
         try {
             // Made by path: the stage's descriptor says whether it landed in the stage (it did unless the
             // path was redirected, and then an empty directory was made where the other user can write).
-            d = s.dir.newDirectoryStream(tmp, NOFOLLOW);
+            d = opening(rel.getParent(), () -> s.dir.newDirectoryStream(tmp, NOFOLLOW));
         } catch (IOException e) {
+            if (Descriptors.exhausted(e)) {
+                deleteQuietly(s.dir, tmp);
+                throw e;
+            }
             throw new FileSystemException(rel.toString(), null, "the directory was not made in the writer's "
                     + "private directory (its path changed)");
         }
@@ -539,15 +551,26 @@ final class SafeTree implements Closeable {
 
     /** A new regular file for rel, made in the stage (owner-only until finished); its directories are made. */
     Temp newFile(Path rel) throws IOException {
+        return shedding(() -> newFileOnce(rel));
+    }
+
+    private Temp newFileOnce(Path rel) throws IOException {
         SecureDirectoryStream<Path> parent = dir(rel.getParent(), true);
         Stage s = stageFor(parent, rel.getParent());
         Path name = s.fresh();
-        FileChannel ch = (FileChannel) s.dir.newByteChannel(name, CREATE, PRIVATE_FILE);
+        FileChannel ch = opening(rel.getParent(), () -> (FileChannel) s.dir.newByteChannel(name, CREATE, PRIVATE_FILE));
         return new Temp(rel, s, name, ch);
     }
 
     /** A symbolic link at rel to target, with m's owner and times (never its mode: links have none). */
     void symlink(Path rel, Path target, Meta m, boolean replace) throws IOException {
+        shedding(() -> {
+            symlinkOnce(rel, target, m, replace);
+            return null;
+        });
+    }
+
+    private void symlinkOnce(Path rel, Path target, Meta m, boolean replace) throws IOException {
         SecureDirectoryStream<Path> parent = dir(rel.getParent(), true);
         Stage s = stageFor(parent, rel.getParent());
         Path name = s.fresh();
@@ -571,6 +594,13 @@ final class SafeTree implements Closeable {
      * link); when key is not null, existing must be that file.
      */
     void hardlink(Path rel, Path existing, Object key, boolean replace) throws IOException {
+        shedding(() -> {
+            hardlinkOnce(rel, existing, key, replace);
+            return null;
+        });
+    }
+
+    private void hardlinkOnce(Path rel, Path existing, Object key, boolean replace) throws IOException {
         BasicFileAttributes e = stat(existing);
         if (e == null) {
             throw new NoSuchFileException(existing.toString());
@@ -672,6 +702,13 @@ final class SafeTree implements Closeable {
      * set-id and sticky bits only where the path is trusted.
      */
     void applyDir(Path rel, Meta m) throws IOException {
+        shedding(() -> {
+            applyDirOnce(rel, m);
+            return null;
+        });
+    }
+
+    private void applyDirOnce(Path rel, Meta m) throws IOException {
         SecureDirectoryStream<Path> d = dir(rel, false);
         Path abs = real.resolve(rel);
         boolean trustedPath = trusted(abs.getParent());
@@ -709,10 +746,70 @@ final class SafeTree implements Closeable {
 
     /** fsync of the directory rel (of its entries), through its descriptor. */
     void syncDir(Path rel) throws IOException {
+        shedding(() -> {
+            syncDirOnce(rel);
+            return null;
+        });
+    }
+
+    private void syncDirOnce(Path rel) throws IOException {
         SecureDirectoryStream<Path> d = dir(rel, false);
         try (FileChannel ch = (FileChannel) d.newByteChannel(Path.of("."), Set.of(StandardOpenOption.READ))) {
             ch.force(true);
         }
+    }
+
+    /** Opens something holding a descriptor. */
+    private interface Opening<T> {
+        T open() throws IOException;
+    }
+
+    /**
+     * o's open; when it meets EMFILE/ENFILE, once again after the cached directories that are not on keep's
+     * path (the ones the operation is using) are closed: the tree holds fewer open from then on.
+     */
+    private <T> T opening(Path keep, Opening<T> o) throws IOException {
+        try {
+            return o.open();
+        } catch (IOException e) {
+            if (!Descriptors.exhausted(e) || !shed(keep)) {
+                throw e;
+            }
+            return o.open();
+        }
+    }
+
+    /**
+     * An operation of the tree; when it meets EMFILE/ENFILE, once more after every cached directory is
+     * closed (between operations none is in use; what a failed try left in a stage goes with the stage).
+     */
+    private <T> T shedding(Opening<T> op) throws IOException {
+        try {
+            return op.open();
+        } catch (IOException e) {
+            if (!Descriptors.exhausted(e) || !shed(null)) {
+                throw e;
+            }
+            return op.open();
+        }
+    }
+
+    /**
+     * Closes the cached directories not on keep's path (null: all), for an open elsewhere that met
+     * EMFILE/ENFILE; whether any was (then that open is worth trying again).
+     */
+    boolean shed(Path keep) {
+        boolean any = false;
+        Iterator<Map.Entry<Path, SecureDirectoryStream<Path>>> it = open.entrySet().iterator();
+        while (it.hasNext()) {
+            Map.Entry<Path, SecureDirectoryStream<Path>> e = it.next();
+            if (keep == null || !keep.startsWith(e.getKey())) {
+                closeQuietly(e.getValue());
+                it.remove();
+                any = true;
+            }
+        }
+        return any;
     }
 
     /** Closes and forgets the open directories at rel and beneath (before rel is removed or replaced). */
