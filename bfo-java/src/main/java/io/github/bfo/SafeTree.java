@@ -159,9 +159,12 @@ final class SafeTree implements Closeable {
         void finish(Meta m, boolean replace) throws IOException {
             try {
                 ch.close();
-                applyInStage(stage, name, m, false, rel);
-                key = attrs(stage.dir, name).fileKey();
-                place(stage, name, rel, replace);
+                shedding(() -> {
+                    applyInStage(stage, name, m, false, rel);
+                    key = attrs(stage.dir, name).fileKey();
+                    place(stage, name, rel, replace);
+                    return null;
+                });
                 gone = true;
             } finally {
                 close();
@@ -193,8 +196,15 @@ final class SafeTree implements Closeable {
     private final Map<Path, Object> made = new HashMap<>();         // relative directory -> fileKey
     private final Map<Integer, UserPrincipal> users = new HashMap<>();
     private final Map<Integer, GroupPrincipal> groups = new HashMap<>();
-    /** A directory stream holds two descriptors (the JDK's, and the dup it lists through). */
-    private final int openDirs = Descriptors.share(2 * OPEN_DIRS, 2 * OPEN_DIRS_MIN) / 2;
+    /**
+     * The cache's bound: a directory stream holds two descriptors (the JDK's, and the dup it lists through);
+     * halved (down to OPEN_DIRS_FLOOR) each time the tree meets EMFILE/ENFILE, so it closes earlier from then
+     * on instead of filling the table again.
+     */
+    private int openDirs = Descriptors.share(2 * OPEN_DIRS, 2 * OPEN_DIRS_MIN) / 2;
+    private static final int OPEN_DIRS_FLOOR = 4;
+    /** Times a tree closed cached directories for an open that met EMFILE/ENFILE (tests read it). */
+    static final java.util.concurrent.atomic.AtomicLong SHEDS = new java.util.concurrent.atomic.AtomicLong();
     private final LinkedHashMap<Path, SecureDirectoryStream<Path>> open =
             new LinkedHashMap<>(16, 0.75f, true) {
                 @Override
@@ -800,6 +810,8 @@ final class SafeTree implements Closeable {
      */
     boolean shed(Path keep) {
         boolean any = false;
+        SHEDS.incrementAndGet();
+        openDirs = Math.max(OPEN_DIRS_FLOOR, Math.min(openDirs, open.size() / 2));
         Iterator<Map.Entry<Path, SecureDirectoryStream<Path>>> it = open.entrySet().iterator();
         while (it.hasNext()) {
             Map.Entry<Path, SecureDirectoryStream<Path>> e = it.next();

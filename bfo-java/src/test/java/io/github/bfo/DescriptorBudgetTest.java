@@ -110,7 +110,8 @@ class DescriptorBudgetTest {
         if (TestSupport.isRoot()) {
             Files.setAttribute(dst, "unix:uid", 65534);
         }
-        expectOk(probe(256, "copy-tight", "24", src.toString(), dst.toString()), 1);
+        // 40 free: the tree's 27 directories (two descriptors each) do not fit, and the JVM keeps room of its own
+        expectOk(probe(256, "copy-tight", "40", src.toString(), dst.toString()), 1);
     }
 
     @Test
