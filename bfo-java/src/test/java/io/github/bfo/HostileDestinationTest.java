@@ -274,7 +274,7 @@ class HostileDestinationTest {
                 cp.resolve("classes").toString(), "io.github.bfo.SwapAttacker", u.toString(), victim.toString(),
                 outside.toString(), ready.toString(), stop.toString(), String.join(",", dirs), String.join(",", files)));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        for (int i = 0; i < 600 && !Files.exists(ready); i++) {
+        for (int i = 0; i < 2400 && !Files.exists(ready); i++) {   // a JVM's start: 2 minutes at most
             assertTrue(p.isAlive(), () -> "the attacker died: " + new String(readQuietly(p)));
             Thread.sleep(50);
         }
