@@ -28,6 +28,10 @@ struct bfo_test_hooks {
 	 * io_uring writer), called before it waits for that close: a test
 	 * holding descriptors knows the wait began */
 	void (*fd_retry)(void *arg);
+	/* dir_opened: a writer's worker opened the directory of a group of
+	 * entries (write_entry.c) and is about to make them in it: a test
+	 * changes the path meanwhile, at a point it knows */
+	void (*dir_opened)(void *arg, const char *dir);
 	/* dircache_bytes: when nonzero, a batch keeps this many bytes of
 	 * directory listings (dirlist.c) instead of its own bound, so that a
 	 * test's small directories take the path of those too large to keep */

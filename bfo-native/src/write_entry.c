@@ -19,6 +19,7 @@
 
 #include "common.h"
 #include "fdlimit.h"
+#include "test_hooks.h"
 #include "writer.h"
 
 const char *base_of(const char *path)
@@ -257,6 +258,8 @@ void group_task(struct pool_task *pt)
 	struct bfo_writer *w = b->w;
 	int dfd = wpath_open_dir_held(w->rootfd, t->dir, !t->late);
 
+	if (dfd >= 0 && bfo_test_hooks.dir_opened)
+		bfo_test_hooks.dir_opened(bfo_test_hooks.arg, t->dir);
 	for (uint32_t k = t->first; k < t->first + t->count; k++) {
 		uint32_t i = b->order[k];
 		struct bfo_wentry *e = &b->e[i];

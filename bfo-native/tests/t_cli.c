@@ -23,6 +23,7 @@
 #include <time.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -611,12 +612,20 @@ int main(void)
 			execl(bfo, bfo, "read", "--checksum", "-", (char *)NULL);
 			_exit(127);
 		}
-		close(pin[0]);
 		snprintf(line, sizeof(line), "%s\n", files[0]);
 		T_ASSERT(write(pin[1], line, strlen(line)) > 0, "write");
-		struct timespec ts = { 0, 300 * 1000 * 1000 };
+		/* bfo has read the path from the pipe (none left in it), which
+		 * it does once its SIGINT handler is in place: however slow its
+		 * start on a busy machine, the signal reaches that handler */
+		t_watchdog(120, "bfo read - reading its first path");
+		for (int left = 1; left > 0;) {
+			struct timespec ts = { 0, 1000 * 1000 };
 
-		nanosleep(&ts, NULL);
+			T_ASSERT(ioctl(pin[0], FIONREAD, &left) == 0, "FIONREAD: %s", strerror(errno));
+			if (left > 0)
+				nanosleep(&ts, NULL);
+		}
+		close(pin[0]);
 		t_watchdog(30, "bfo read - after SIGINT (must exit)");
 		kill(pid, SIGINT);
 		while (waitpid(pid, &st, 0) < 0)

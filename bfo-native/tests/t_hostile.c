@@ -15,9 +15,12 @@
  *  - journal: .bfo-journal as a symlink, a regular file, another user's
  *    directory, a root directory writable by others, and a manifest with
  *    two links are all refused (nothing written, nothing followed).
- *  - swap: while root runs `bfo cp -a pub777 U`, nobody moves U/pub777
- *    aside and puts a symlink to a root-owned victim directory there: the
- *    victim keeps its mode and owner.
+ *  - swap: while root copies pub777 into U (`bfo cp -a`'s copier, in this
+ *    process), nobody moves U/pub777 aside and puts a symlink to a
+ *    root-owned victim directory there, at the moment the writer has opened
+ *    the directory it made and is about to make its files (test hook
+ *    dir_opened): the victim keeps its mode and owner, nothing is made in
+ *    it, and the copy reports what it could not do.
  *  - live: `bfo recover DST` run again and again while `bfo cp -a` writes
  *    to DST: the copy loses nothing, its tree equals cp -a's.
  * Needs root (to drop to nobody and to chown); exits 77 otherwise.
@@ -35,6 +38,7 @@
 
 #include "t_helpers.h"
 #include "t_wutil.h"
+#include "test_hooks.h"
 #include "write.h"
 
 #define NOBODY 65534
@@ -312,62 +316,70 @@ struct swap {
 	const char *u, *victim;
 };
 
-/* As soon as U/pub777 is a directory: aside with it, a symlink there. */
-static void swapper(void *arg)
+/* U/pub777 aside, a symlink to the victim in its place (as nobody). */
+static void swap_now(void *arg)
 {
 	struct swap *s = arg;
-	struct stat st;
 
-	for (int i = 0; i < 200000; i++) {
-		if (lstat(tw_fmt("%s/pub777", s->u), &st) == 0 && S_ISDIR(st.st_mode)) {
-			if (rename(tw_fmt("%s/pub777", s->u), tw_fmt("%s/aside", s->u)) == 0 &&
-			    symlink(s->victim, tw_fmt("%s/pub777", s->u)) == 0)
-				_exit(0);
-			_exit(20);
-		}
-		usleep(50);
-	}
-	_exit(21);
+	if (rename(tw_fmt("%s/pub777", s->u), tw_fmt("%s/aside", s->u)) < 0 ||
+	    symlink(s->victim, tw_fmt("%s/pub777", s->u)) < 0)
+		_exit(20);
+}
+
+struct swapping {
+	struct swap s;
+	int swapped;            /* the swapper's exit status, -1 before it ran */
+};
+
+/* The copy's worker has opened U/pub777 (which the copy made) and is about
+ * to make its files there: the swap, now, once. */
+static void swap_at_dir(void *arg, const char *dir)
+{
+	struct swapping *w = arg;
+
+	if (w->swapped < 0 && !strcmp(dir, "pub777"))
+		w->swapped = as_nobody(swap_now, &w->s);
 }
 
 static void scenario_swap(void *arg)
 {
 	char *src = t_path(base, "pub777");
 	char *victim = t_path(base, "victim-swap");
-	bool raced = false;
+	char *u = make_u("swap");
+	struct swapping w = { .s = { .u = u, .victim = victim }, .swapped = -1 };
+	struct bfo_copier *c;
+	struct bfo_copy_stats cs;
+	const char *srcs[] = { src };
+	struct stat vs;
 
 	T_ASSERT(mkdir(victim, 0700) == 0 && mkdir(src, 0777) == 0 && chmod(src, 0777) == 0, "mkdir");
 	for (int i = 0; i < 3000; i++)
 		t_write_random(tw_fmt("%s/f%04d", src, i), 512, (uint64_t)i);
-	for (int attempt = 0; attempt < 5 && !raced; attempt++) {
-		char *u = make_u(tw_fmt("swap-%d", attempt));
-		struct swap s = { .u = u, .victim = victim };
-		pid_t pid = fork();
+	/* bfo cp -a pub777 U, in this process: the swap comes at a known
+	 * point, the writer holding the directory it made, with its files and
+	 * its metadata still to come (a swapper polling for the directory
+	 * missed the copy on a busy machine) */
+	bfo_test_hooks.dir_opened = swap_at_dir;
+	bfo_test_hooks.arg = &w;
+	T_OK(bfo_copier_create(&c, NULL, NULL, BFO_COPY_ARCHIVE, NULL));
+	int failed = bfo_copier_run(c, srcs, 1, u);
 
-		T_ASSERT(pid >= 0, "fork");
-		if (pid == 0)
-			_exit(as_nobody(swapper, &s));
-		char *argv[] = { (char *)BFO_CLI, "cp", "-a", src, u, NULL };
-		struct tw_run r;
-		int st;
-
-		tw_run(&r, NULL, 0, (uid_t)-1, (gid_t)-1, argv);
-		waitpid(pid, &st, 0);
-		/* The swap came while the copy ran when entries failed. */
-		raced = WIFEXITED(st) && WEXITSTATUS(st) == 0 && r.status == 1;
-		t_log("swap attempt %d: swapper %d, bfo cp exit %d", attempt,
-		      WIFEXITED(st) ? WEXITSTATUS(st) : -1, r.status);
-		struct stat vs;
-
-		T_ASSERT(stat(victim, &vs) == 0, "stat victim");
-		TW_CHECK((vs.st_mode & 07777) == 0700 && vs.st_uid == 0,
-			 "the victim directory behind the swapped-in symlink became mode %o owner %u",
-			 vs.st_mode & 07777, vs.st_uid);
-		TW_CHECK(vs.st_nlink == 2, "something was made inside the victim directory");
-		tw_run_free(&r);
-		free(u);
-	}
-	TW_CHECK(raced, "the swap never came while bfo cp ran (5 attempts): nothing was tested");
+	bfo_copier_stats(c, &cs);
+	bfo_copier_destroy(c);
+	bfo_test_hooks.dir_opened = NULL;
+	bfo_test_hooks.arg = NULL;
+	t_log("swap: swapper %d, the copy: %d entries failed, %llu files copied", w.swapped, failed,
+	      (unsigned long long)cs.files);
+	TW_CHECK(w.swapped == 0, "the swap did not happen (swapper %d): nothing was tested", w.swapped);
+	/* what follows the swap through U/pub777 (the directory's metadata)
+	 * is refused: not followed */
+	TW_CHECK(failed > 0, "the copy saw nothing wrong after U/pub777 became a symlink (%d)", failed);
+	T_ASSERT(stat(victim, &vs) == 0, "stat victim");
+	TW_CHECK((vs.st_mode & 07777) == 0700 && vs.st_uid == 0,
+		 "the victim directory behind the swapped-in symlink became mode %o owner %u",
+		 vs.st_mode & 07777, vs.st_uid);
+	TW_CHECK(vs.st_nlink == 2, "something was made inside the victim directory");
+	free(u);
 	free(src);
 	free(victim);
 	tw_checks_end();

@@ -950,7 +950,10 @@ static void scenario_interrupt(void *arg)
 
 		if (k == 1)
 			T_ASSERT(write(wfd, b.p, b.len) == (ssize_t)b.len, "write the stream");
-		tw_sleep_ns(300000000);       /* only to let it reach its wait */
+		/* its handler in place (it then waits for the stream), however
+		 * slowly it started on a busy machine */
+		t_watchdog(120, "bfo recv catching SIGINT");
+		T_ASSERT(tw_wait_catching(pid, BFO_CLI, SIGINT), "bfo recv ended before it caught SIGINT");
 		kill(pid, SIGINT);
 		int st = tw_wait(pid);
 

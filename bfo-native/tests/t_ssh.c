@@ -117,8 +117,9 @@ static void keygen(const char *path)
 /*
  * sshd -D on a free port with a config of its own in tmp; true once it
  * accepts connections (it is then killed at exit), false with the reason
- * in why when it ended first.  It is polled (25 ms apart, 10 s at most),
- * never waited for blindly.
+ * in why when it ended first.  It is polled (25 ms apart) until it listens
+ * or ends (the watchdog bounds it: a busy machine may take a while), never
+ * waited for blindly.
  */
 static bool start_sshd(struct env *v, char *why, size_t wl)
 {
@@ -141,7 +142,8 @@ static bool start_sshd(struct env *v, char *why, size_t wl)
 	pid_t pid = tw_spawn(argv, NULL, log);
 
 	t_cleanup_kill(pid);
-	for (int i = 0; i < 400; i++) {
+	t_watchdog(300, "sshd starting");
+	for (;;) {
 		siginfo_t si = { 0 };
 
 		if (accepts(v->port)) {
@@ -157,9 +159,6 @@ static bool start_sshd(struct env *v, char *why, size_t wl)
 		}
 		tw_sleep_ns(25u * 1000 * 1000);
 	}
-	if (!up && !*why)
-		snprintf(why, wl, "sshd on port %d did not accept connections in 10 s: %s", v->port,
-			 tail_of(log));
 	free(cfg);
 	free(log);
 	return up;
@@ -553,12 +552,16 @@ static void scenario_kill_ssh(void *arg)
 			 (char *)tw_fmt("root@%s:%s", HOST, dir), NULL };
 	pid_t pid = tw_spawn(argv, NULL, NULL), ssh = -1;
 
-	for (int i = 0; i < 400 && ssh < 0; i++) {      /* its ssh, once started */
+	for (;;) {      /* its ssh, once started (however slowly) */
+		siginfo_t si = { 0 };
+
 		ssh = child_named(pid, "ssh");
-		if (ssh < 0)
-			tw_sleep_ns(5000000);
+		if (ssh > 0)
+			break;
+		T_ASSERT(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid != pid,
+			 "bfo cp ended without starting ssh");
+		tw_sleep_ns(5000000);
 	}
-	T_ASSERT(ssh > 0, "no ssh under bfo cp");
 	/* once the far side has begun writing: the copy's directory exists */
 	for (int i = 0; i < 2000 && !tw_exists(tw_fmt("%s/bulk", dst)); i++)
 		tw_sleep_ns(5000000);
@@ -568,8 +571,11 @@ static void scenario_kill_ssh(void *arg)
 	/* 0 only if the copy ended in the moment before the kill (then the
 	 * checks below still hold); the count logged says where it landed */
 	TW_CHECK(st == 0 || st == 1 || st == 2, "[ssh killed] bfo cp exit %d", st);
-	/* the far receiver sees its stream end and exits; give it time */
-	for (int i = 0; i < 200 && t_sh("pgrep -f '%s recv' > /dev/null", BFO_CLI) == 0; i++)
+	/* the far receiver sees its stream end and exits (a live one would
+	 * keep its batch from recovery): waited for, however long */
+	/* (the pattern's first character in brackets: it does not match the
+	 * shell running pgrep, whose command line holds the pattern) */
+	while (t_sh("pgrep -f '[%c]%s recv' > /dev/null", BFO_CLI[0], BFO_CLI + 1) == 0)
 		tw_sleep_ns(50000000);
 	tw_runl(&r, BFO_CLI, "recover", dir, (char *)NULL);
 	TW_CHECK(r.status == 0, "[ssh killed] bfo recover exit %d: %s", r.status, r.err);

@@ -1681,3 +1681,41 @@ int tw_count_regular(const char *dir)
 	tw_run_free(&r);
 	return n;
 }
+
+bool tw_wait_catching(pid_t pid, const char *prog, int sig)
+{
+	char path[64], exe[PATH_MAX], *want = realpath(prog, NULL);
+
+	T_ASSERT(want, "realpath %s: %s", prog, strerror(errno));
+	for (;;) {
+		siginfo_t si = { 0 };
+		char line[256];
+		unsigned long long caught = 0;
+		ssize_t n;
+		FILE *f;
+
+		/* past its exec (before it, the child is this program, with
+		 * this program's handlers) */
+		snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+		n = readlink(path, exe, sizeof(exe) - 1);
+		if (n > 0) {
+			exe[n] = '\0';
+			snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+			f = strcmp(exe, want) == 0 ? fopen(path, "re") : NULL;
+			while (f && fgets(line, sizeof(line), f))
+				if (sscanf(line, "SigCgt: %llx", &caught) == 1)
+					break;
+			if (f)
+				fclose(f);
+			if (caught & (1ull << (sig - 1))) {
+				free(want);
+				return true;
+			}
+		}
+		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid) {
+			free(want);
+			return false;
+		}
+		tw_sleep_ns(1000000);
+	}
+}

@@ -83,6 +83,13 @@ pid_t tw_spawn(char *const argv[], const char *stdin_path, const char *out_path)
 /* waitpid; returns the exit status or 128 + signal. */
 int tw_wait(pid_t pid);
 
+/*
+ * Wait until the process pid runs prog (past its exec) and has a handler
+ * for signal sig (SigCgt in /proc/PID/status): it has come that far,
+ * however slowly it started.  False when it ended first (not reaped here).
+ */
+bool tw_wait_catching(pid_t pid, const char *prog, int sig);
+
 /* Sleep for ns nanoseconds (not a timing assertion: only to pick a point). */
 void tw_sleep_ns(uint64_t ns);
 
