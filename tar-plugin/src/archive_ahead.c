@@ -32,7 +32,16 @@ static struct {
 	int src;                /* tar's fd of the archive being read ahead */
 	uint64_t pos;           /* tar's offset in it (atomic: tar's thread writes) */
 	int stop;               /* atomic: the thread ends */
+	int ended;              /* atomic: the thread ended */
 } ra = { .read_last = -1, .src = -1 };
+
+/*
+ * Tests only, hidden (tests/testhooks.c, preloaded beside the plugin):
+ * tar's thread, having started the read-ahead, waits until it has read
+ * something (or ended), so that a test sees it work whatever the threads'
+ * timing.  Undefined, its address is NULL: tar and every other program.
+ */
+extern const int bfo_tar_test_ahead_first __attribute__((weak));
 
 static void *warmer(void *arg)
 {
@@ -60,6 +69,7 @@ static void *warmer(void *arg)
 	}
 	free(buf);
 	real_close(fd);
+	__atomic_store_n(&ra.ended, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -87,6 +97,7 @@ void archive_ahead_start(void)
 	__atomic_store_n(&ra.stop, 0, __ATOMIC_RELAXED);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);       /* signals stay tar's */
+	__atomic_store_n(&ra.ended, 0, __ATOMIC_RELAXED);
 	if (pthread_create(&t, NULL, warmer, (void *)(intptr_t)own) == 0) {
 		pthread_detach(t);
 		ra.src = fd;
@@ -94,6 +105,13 @@ void archive_ahead_start(void)
 		real_close(own);
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	while (&bfo_tar_test_ahead_first && ra.src >= 0 &&
+	       !__atomic_load_n(&counters.xread_ahead, __ATOMIC_RELAXED) &&
+	       !__atomic_load_n(&ra.ended, __ATOMIC_ACQUIRE)) {
+		struct timespec ms = { 0, 1000000 };
+
+		nanosleep(&ms, NULL);
+	}
 }
 
 /* tar closed its archive: the thread ends after its current pread. */

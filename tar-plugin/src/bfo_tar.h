@@ -92,6 +92,7 @@ extern struct settings settings;
 /* What BFO_TAR_STATS writes: create's counters, then extraction's. */
 struct counters {
 	uint64_t served, served_bytes, fallback, skipped, batches, ios, direct_ios, device_bytes, dirs_ahead;
+	uint64_t dirs_handed;    /* directories handed to libbfo's read-ahead */
 	uint64_t xfiles, xbytes, xflushes, xbehind, xdetached, syncfs, early_syncfs;
 	uint64_t xread_ahead;   /* atomic: the archive read-ahead thread adds to it */
 	uint64_t xqueue_files;  /* the queue's bound, from tar's descriptor limit */

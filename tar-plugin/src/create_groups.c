@@ -166,6 +166,7 @@ static void warm_subdirs(struct group *g)
 		free(p);
 		if (r < 0)      /* -EAGAIN: the queue is full, the rest comes later */
 			return;
+		counters.dirs_handed++;
 	}
 }
 

@@ -62,11 +62,12 @@ cmp -s P.tar B.tar && pass "16 MiB arena: same archive" || fail "16 MiB arena: a
 [ "$(stat_of st3 served)" = 3000 ] && [ "$(stat_of st3 batches)" -ge 6 ] &&
 	pass "16 MiB arena: all $(stat_of st3 served) files served, in $(stat_of st3 batches) lots" ||
 	fail "16 MiB arena: served $(stat_of st3 served) of 3000 files in $(stat_of st3 batches) lots"
-# Its four subdirectories were handed to libbfo's directory read-ahead, which
-# had read (listed and stat'ed) some or all of them by tar's exit, none twice.
-da=$(stat_of st3 dirs_ahead)
-[ "${da:-0}" -ge 1 ] && [ "$da" -le 4 ] && pass "16 MiB arena: $da of 4 directories read ahead" ||
-	fail "16 MiB arena: ${da:-none} directories read ahead, not 1 to 4"
+# Its four subdirectories were handed to libbfo's directory read-ahead, each
+# once (how many its threads had read by tar's exit depends on how they were
+# scheduled: at most the four, none twice).
+dh=$(stat_of st3 dirs_handed); da=$(stat_of st3 dirs_ahead)
+[ "${dh:-0}" = 4 ] && [ "${da:-5}" -le 4 ] && pass "16 MiB arena: 4 directories handed to the read-ahead, $da read by tar's exit" ||
+	fail "16 MiB arena: ${dh:-none} directories handed to the read-ahead (not 4), ${da:-none} read"
 rm -rf P.tar B.tar lots
 # --listed-incremental: level 0, then level 1 after changes.  GNU tar's own
 # incremental archives differ from run to run (directory dumps), so these
