@@ -100,11 +100,11 @@ def _plain(threads, quick):
     def avail(ctx):
         return None if ctx.helpers.plainread else "plainread not built"
 
-    def verify_(ctx):
+    def verify_(ctx, wrap=lambda c: c):
         if not ctx.helpers.plainread_checksum:
             return None, "not verified: plainread built without libxxhash"
-        return verify.verify_checksum_cmd([ctx.helpers.plainread, "-t", str(threads), "--checksum", ctx.set_dir],
-                                          ctx.refs)
+        return verify.verify_checksum_cmd(wrap([ctx.helpers.plainread, "-t", str(threads), "--checksum",
+                                                ctx.set_dir]), ctx.refs)
 
     return Method(
         name=f"plain-{threads}t",
@@ -171,9 +171,9 @@ def _bfo(engine, quick):
             return reason
         return None
 
-    def verify_(ctx):
-        return verify.verify_checksum_cmd(ctx.bfo.read_cmd(engine, [ctx.set_dir], json_out=False, checksum=True),
-                                          ctx.refs)
+    def verify_(ctx, wrap=lambda c: c):
+        return verify.verify_checksum_cmd(wrap(ctx.bfo.read_cmd(engine, [ctx.set_dir], json_out=False,
+                                                                checksum=True)), ctx.refs)
 
     def stats(res):
         js = native.parse_json_tail(res.stdout)
@@ -192,6 +192,31 @@ def _bfo(engine, quick):
 
 for _e, _q in (("auto", True), ("raw", False), ("uring", False), ("portable", False)):
     register(_bfo(_e, _q))
+
+
+def _nobody(m, quick=None):
+    """The method m again as an ordinary user would run it: its command as uid 65534 with the soft
+    RLIMIT_NOFILE 1024 (util.as_nobody), verified the same way (also as that user)."""
+    def avail(ctx):
+        why = m.available(ctx)
+        if why:
+            return why
+        return util.nobody_cannot([ctx.set_dir], readable=[ctx.set_dir])
+
+    def verify_(ctx):
+        return m.verify(ctx, wrap=util.as_nobody)
+
+    return Method(name=m.name + util.NOBODY_SUFFIX, description=f"{m.description}, {util.NOBODY_LABEL}",
+                  group=m.group, command=lambda ctx: util.as_nobody(m.command(ctx)), available=avail,
+                  verify=verify_ if m.verify else None, stats=m.stats, capture_stdout=m.capture_stdout,
+                  quick=m.quick if quick is None else quick, note=m.note, reference=m.reference)
+
+
+# An ordinary user's read: auto (no device access: the io_uring engine) and uring by name, and plain
+# reading by 4 threads beside them, all at a login's descriptor limit.
+register(_nobody(REGISTRY["bfo-auto"]))
+register(_nobody(REGISTRY["bfo-uring"]))
+register(_nobody(REGISTRY["plain-4t"], quick=False))
 
 
 # --------------------------------------------------------------------------
@@ -482,6 +507,78 @@ register(_m1("tar-sync",
              _sh('mkdir "$2" && tar --format=posix -C "$1" -cf - . | tar -C "$2" -xf - && sync -f "$2"'),
              avail=lambda ctx: None if util.which("tar") else "tar not installed"))
 
+
+
+# As an ordinary user (util.as_nobody): the set's top-level directories (not
+# the metadata extras, whose root-owned private files no ordinary user can
+# read) copied into DST, made beforehand and owned by that user; the copy
+# keeps what such a user's copy keeps (modes, times, bytes; the owner is the
+# user).
+def _m1_nobody_sources(ctx):
+    return sorted(str(p) for p in Path(ctx.set_dir).iterdir() if p.name != writecopy.EXTRAS_DIR)
+
+
+def _m1_nobody_expected(ctx):
+    src = {k: dict(v, uid=util.NOBODY_UID, gid=util.NOBODY_GID) for k, v in ctx.extra["src_list"].items()
+           if k.split("/")[0] != writecopy.EXTRAS_DIR}
+    files = [v for v in src.values() if v["type"] == "f"]
+    return src, len(files), sum(v["size"] for v in files)
+
+
+def _m1_nobody(name, description, group, script, *, stats=None, note=None, avail=None):
+    """script: bash, bfo as $1, DST as $2 and the sources as the rest, run as the user."""
+    def cmd(ctx):
+        return util.as_nobody(["bash", "-c", "set -o pipefail; " + script, "bash", str(ctx.bfo.path or "bfo"),
+                               _m1_dst(ctx), *_m1_nobody_sources(ctx)])
+
+    def make_dst(ctx):
+        ctx.dest.new()
+        d = _m1_dst(ctx)
+        d.mkdir()
+        os.chown(d, util.NOBODY_UID, util.NOBODY_GID)
+
+    def available(ctx):
+        return (avail(ctx) if avail else None) or util.nobody_cannot([ctx.set_dir], readable=[ctx.set_dir])
+
+    def after(ctx, res):
+        try:
+            if res.returncode != 0:
+                return None
+            _, nf, nb = _m1_nobody_expected(ctx)
+            return writecopy.quick_count(_m1_dst(ctx), nf, nb, ctx.dest.root, M1_TARGET)
+        finally:
+            ctx.dest.close()
+
+    def verify_(ctx):
+        from . import runner
+        make_dst(ctx)
+        try:
+            res = runner.timed_run(cmd(ctx), root=ctx.root, capture_stdout=True)
+            if res.returncode != 0:
+                return False, f"exit {res.returncode}: {runner._first(res.stderr)}"
+            ctx.dest.remount()
+            src, _, _ = _m1_nobody_expected(ctx)
+            return writecopy.compare_trees(src, _m1_dst(ctx), ctx.dest.root, M1_TARGET, ignore_root=True)
+        finally:
+            ctx.dest.close()
+
+    def files(ctx):
+        return _m1_nobody_expected(ctx)[1]
+
+    def nbytes(ctx):
+        return _m1_nobody_expected(ctx)[2]
+
+    return Method(name=name + util.NOBODY_SUFFIX, description=f"{description}, {util.NOBODY_LABEL}",
+                  group=group, command=cmd, scenario="m1", available=available, stats=stats, note=note,
+                  prepare=make_dst, after=after, verify=verify_, quick=True, files=files, bytes=nbytes)
+
+
+register(_m1_nobody("bfo-cp", "bfo cp -a --stats SRC/* DST (the set's directories into DST, made beforehand)",
+                    "bfo", 'b=$1 d=$2; shift 2; exec "$b" cp -a --stats "$@" "$d"', stats=_bfo_stats("bfo cp:"),
+                    note=_bfo_w_note, avail=_bfo_avail))
+register(_m1_nobody("cp-a-sync", "cp -a SRC/* DST && sync -f DST", "baseline",
+                    'd=$2; shift 2; cp -a "$@" "$d" && sync -f "$d"',
+                    avail=lambda ctx: None if util.which("cp") else "cp not installed"))
 
 
 # ==========================================================================

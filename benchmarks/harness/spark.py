@@ -51,7 +51,8 @@ RUNS = [("count", "bfo", "local"), ("count", "binaryFile", "local"), ("sumlen", 
         ("sumlen", "binaryFile", "local"), ("metalen", "bfo", "local"), ("metalen", "binaryFile", "local"),
         ("wordcount", "bfo", "local"), ("wordcount", "text", "local"),
         ("sumlen", "bfo", "hdfs"), ("sumlen", "binaryFile", "hdfs"), ("metalen", "bfo", "hdfs"),
-        ("metalen", "binaryFile", "hdfs"), ("sumlen", "bfo", "cluster"), ("sumlen", "binaryFile", "cluster")]
+        ("metalen", "binaryFile", "hdfs"), ("sumlen", "bfo", "cluster"), ("sumlen", "binaryFile", "cluster"),
+        ("sumlen", "bfo", "nobody"), ("sumlen", "binaryFile", "nobody")]
 COMPARE = [
     ("count()", ("count", "bfo", "local"), ("count", "binaryFile", "local"), None),
     ("sum(length(content))", ("sumlen", "bfo", "local"), ("sumlen", "binaryFile", "local"), 3.0),
@@ -61,6 +62,8 @@ COMPARE = [
     ("HDFS: metadata only", ("metalen", "bfo", "hdfs"), ("metalen", "binaryFile", "hdfs"), None),
     ("executor JVMs: sum(length(content))", ("sumlen", "bfo", "cluster"), ("sumlen", "binaryFile", "cluster"),
      None),
+    (f"as uid {util.NOBODY_UID}, soft RLIMIT_NOFILE {util.USER_NOFILE}: sum(length(content))",
+     ("sumlen", "bfo", "nobody"), ("sumlen", "binaryFile", "nobody"), None),
 ]
 CLUSTER_MASTER = "local-cluster[2,1,1024]"
 
@@ -111,7 +114,33 @@ def classpath(workdir, rebuild=False):
     return f"{target / 'test-classes'}:{target / 'classes'}:{cp_file.read_text().strip()}"
 
 
-def run_one(cp, set_dir, probe_dir, method, query, *, root, conf, heap, timeout, hdfs=None, cluster=None):
+def nobody_classpath(cp, workdir):
+    """The classpath copied where uid 65534 can read it (root's ~/.m2 is mode 0700), with a home of that
+    user's for the JVM: (classpath, dir).  The place "nobody" runs the query as an ordinary user would."""
+    import shutil
+    import tempfile
+    d = Path(tempfile.mkdtemp(prefix="bfo-s1-nobody-", dir="/tmp"))
+    os.chmod(d, 0o755)
+    out = []
+    for i, e in enumerate(x for x in cp.split(":") if x):
+        src = Path(e)
+        if src.is_dir():
+            dst = d / f"dir{i}"
+            shutil.copytree(src, dst)
+        elif src.is_file():
+            dst = d / f"{i:04d}-{src.name}"
+            shutil.copy2(src, dst)
+        else:
+            continue
+        out.append(str(dst))
+    util.run(["chmod", "-R", "a+rX", str(d)], check=True)
+    (d / "home").mkdir()
+    os.chown(d / "home", util.NOBODY_UID, util.NOBODY_GID)
+    return ":".join(out), d
+
+
+def run_one(cp, set_dir, probe_dir, method, query, *, root, conf, heap, timeout, hdfs=None, cluster=None,
+            nobody=None):
     cmd = [util.which("java"), f"-Xmx{heap}", *JVM_FLAGS, "-cp", cp]
     env = None
     if hdfs:
@@ -126,6 +155,9 @@ def run_one(cp, set_dir, probe_dir, method, query, *, root, conf, heap, timeout,
     for c in conf:
         cmd.append(f"-D{c}")
     cmd += [MAIN, str(set_dir), str(probe_dir), method, query]
+    if nobody:
+        env = dict(os.environ, HOME=str(nobody / "home"))
+        cmd = util.as_nobody(cmd)
     util.debug(" ".join(cmd))
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -203,12 +235,21 @@ def run_s1(*, files, conf, heap, workdir, keep, root, timeout, results, md, outd
         util.run(["rm", "-rf", str(hdfs)])
         rounds = {}
         runs = [r for r in RUNS if not where or r[2] in where]
+        nobody = ncp = None
+        if any(r[2] == "nobody" for r in runs):
+            why = util.nobody_cannot([ws.set_dir, ws.probe_dir], readable=[ws.set_dir, ws.probe_dir])
+            if why:
+                util.warn(f"S1 rows as an ordinary user left out: {why}")
+                runs = [r for r in runs if r[2] != "nobody"]
+            else:
+                ncp, nobody = nobody_classpath(cp, workdir)
         for rnd in range(1, repeat + 1):
             for query, method, place in runs:
                 util.log(f"S1 [{rnd}/{repeat}] {query} with {method} on {place} ({cache} cache)")
-                r = run_one(cp, ws.set_dir, ws.probe_dir, method, query, root=root, conf=conf, heap=heap,
-                            timeout=timeout, hdfs=hdfs if place == "hdfs" else None,
-                            cluster=cluster if place == "cluster" else None)
+                r = run_one(ncp if place == "nobody" else cp, ws.set_dir, ws.probe_dir, method, query, root=root,
+                            conf=conf, heap=heap, timeout=timeout, hdfs=hdfs if place == "hdfs" else None,
+                            cluster=cluster if place == "cluster" else None,
+                            nobody=nobody if place == "nobody" else None)
                 rounds.setdefault(f"{query}/{method}/{place}", []).append(r)
                 util.log(f"  -> {r.get('seconds', 0):.2f}s in-JVM, {r.get('partitions')} partitions: "
                          f"{r.get('result') or r.get('error')}")
@@ -224,6 +265,8 @@ def run_s1(*, files, conf, heap, workdir, keep, root, timeout, results, md, outd
             rows.append(row)
             failed = failed or not same
         util.run(["rm", "-rf", str(hdfs)])
+        if nobody:
+            util.run(["rm", "-rf", str(nobody)])
         info["complete"] = True
         block = (f"## S1: Spark on the 4k set, {plan.files:,} files, {plan.bytes / 1e6:,.1f} MB, {cache} cache, "
                  + (f"median of {repeat} rounds (min-max)" if repeat > 1 else "one run each")
@@ -245,7 +288,7 @@ def _where(arg):
     where = set(arg.split(","))
     bad = where - {r[2] for r in RUNS}
     if bad:
-        raise SystemExit(f"--s1-where takes local, hdfs, cluster; not {', '.join(sorted(bad))}")
+        raise SystemExit(f"--s1-where takes local, hdfs, cluster, nobody; not {', '.join(sorted(bad))}")
     return where
 
 

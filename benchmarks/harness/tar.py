@@ -78,6 +78,9 @@ METHODS = {
     # the page cache, untimed, before the clock starts): tar's own CPU and
     # the pipe, the floor of any read-ahead on this machine.
     "tar-warm": ([], "GNU tar -cf - DIR | cat, the set's files in the page cache first (untimed)"),
+    # An ordinary user's tar (util.as_nobody): uid 65534, soft descriptor limit 1024.
+    "tar-plain-nobody": ([], f"GNU tar -cf - DIR | cat, {util.NOBODY_LABEL}"),
+    "tar-bfo-nobody": (["--use-bfo"], f"tar --use-bfo -cf - DIR | cat, {util.NOBODY_LABEL}"),
 }
 BFO_CLI = REPO / "bfo-native" / "build" / "bfo"
 
@@ -113,7 +116,23 @@ def _env():
 
 
 def _tar_cmd(method, parent, name, out):
-    return [str(FRONT)] + METHODS[method][0] + ["-cf", out, "-C", str(parent), name]
+    cmd = [str(FRONT)] + METHODS[method][0] + ["-cf", out, "-C", str(parent), name]
+    return util.as_nobody(cmd) if method.endswith(util.NOBODY_SUFFIX) else cmd
+
+
+def _nobody_rows(methods, paths, readable, writable=()):
+    """The rows as uid 65534, when that user can run them here; else None, said once."""
+    why = util.nobody_cannot(paths, readable=readable, writable=writable)
+    if why:
+        util.warn(f"rows as an ordinary user left out: {why}")
+        return [m for m in methods if not m.endswith(util.NOBODY_SUFFIX)]
+    return list(methods)
+
+
+def _nobody_file(path):
+    """path, empty and writable by uid 65534 (the plugin's stats of a row run as that user)."""
+    Path(path).write_text("")
+    os.chown(path, util.NOBODY_UID, util.NOBODY_GID)
 
 
 def _sha256(path):
@@ -124,15 +143,19 @@ def _sha256(path):
     return h.hexdigest()
 
 
-def verify_same_archives(parent, name, scratch, timeout):
+def verify_same_archives(parent, name, scratch, timeout, nobody=False):
     """Untimed: plain and --use-bfo archives are byte-identical (default
-    order and --sort=inode).  Returns {check: 'ok' or a problem}."""
+    order and --sort=inode; nobody: both made as uid 65534 at the soft
+    descriptor limit 1024).  Returns {check: 'ok' or a problem}."""
     out = {}
     for label, extra in (("default order", []), ("--sort=inode", ["--sort=inode"])):
         digests = {}
         for use_bfo in (False, True):
             f = Path(scratch) / f"t1-{'bfo' if use_bfo else 'plain'}.tar"
             cmd = [str(FRONT)] + (["--use-bfo"] if use_bfo else []) + extra + ["-cf", str(f), "-C", str(parent), name]
+            if nobody:
+                _nobody_file(f)
+                cmd = util.as_nobody(cmd)
             r = util.run(cmd, env=_env(), timeout=timeout)
             if not r.ok:
                 raise RuntimeError(f"T1 verify: {' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()[:500]}")
@@ -157,8 +180,10 @@ def timed(method, parent, name, *, root, timeout, stats_file):
         return util.run([BFO_CLI, "read", "--no-progress", Path(parent) / name], stdout=subprocess.DEVNULL,
                         timeout=timeout)
     env = _env()
-    if method == "tar-bfo":
+    if method.startswith("tar-bfo"):
         env["BFO_TAR_STATS"] = str(stats_file)
+        if method.endswith(util.NOBODY_SUFFIX):
+            _nobody_file(stats_file)
     rfd, wfd = os.pipe()
     try:
         fcntl.fcntl(wfd, F_SETPIPE_SZ, PIPE_BYTES)
@@ -229,16 +254,21 @@ def run_t1(*, set_names, files_4k, fs, repeat, do_verify, root, timeout, workdir
             info = {"set": name, "scenario": "t1", "description": sinfo["description"], "params": params,
                     "files": plan.files, "bytes": plan.bytes, "source": sinfo, "methods": {}}
             results["sets"][f"t1-{name}"] = info
+            methods = _nobody_rows(METHODS, [FRONT, PLUGIN, ws.set_dir], [PLUGIN, ws.set_dir])
             if do_verify:
                 info["verify"] = verify_same_archives(parent, member, scratch, timeout)
                 util.log(f"T1 {name}: archives plain vs --use-bfo: {info['verify']}")
-                if any(v != "ok" for v in info["verify"].values()):
+                if "tar-bfo-nobody" in methods:
+                    info["verify_nobody"] = verify_same_archives(parent, member, scratch, timeout, nobody=True)
+                    util.log(f"T1 {name}: archives plain vs --use-bfo, as uid {util.NOBODY_UID}: "
+                             f"{info['verify_nobody']}")
+                if any(v != "ok" for v in list(info["verify"].values()) + list(info.get("verify_nobody", {}).values())):
                     failed = True
-            times = {m: [] for m in METHODS}
+            times = {m: [] for m in methods}
             stats = ""
-            util.log(f"T1 {name}: {len(METHODS)} methods x {repeat} rounds, {cache} cache")
+            util.log(f"T1 {name}: {len(methods)} methods x {repeat} rounds, {cache} cache")
             for rnd in range(repeat):
-                for m in METHODS:
+                for m in methods:
                     ok, st = _timed_round(
                         f"T1 {name}", rnd, m,
                         lambda sf, m=m: timed(m, parent, member, root=root, timeout=timeout, stats_file=sf),
@@ -253,7 +283,9 @@ def run_t1(*, set_names, files_4k, fs, repeat, do_verify, root, timeout, workdir
 def t1_heading(info, cache):
     return (f"## T1 tar create: {info['set']} ({info['files']:,} files, {util.human_bytes(info['bytes'])}), "
             f"{cache} cache\n\n{info['description']}; archive to a 1 MiB pipe read by cat. Archives plain vs "
-            f"--use-bfo: {info.get('verify', 'not verified')}. Plugin: {info.get('plugin_stats') or '-'}")
+            f"--use-bfo: {info.get('verify', 'not verified')}"
+            + (f"; as uid {util.NOBODY_UID}: {info['verify_nobody']}" if info.get("verify_nobody") else "")
+            + f". Plugin: {info.get('plugin_stats') or '-'}. Rows -nobody: {util.NOBODY_LABEL}.")
 
 
 def _table(info, methods, against):
@@ -262,6 +294,8 @@ def _table(info, methods, against):
     rows = []
     for m in methods:
         r = info["methods"].get(m)
+        if not r and m.endswith(util.NOBODY_SUFFIX):
+            continue        # rows as an ordinary user: not run here (said in the log)
         if not r or r.get("status") != "ok":
             rows.append([m, "FAILED", ""] + [""] * len(against))
             continue
@@ -272,7 +306,8 @@ def _table(info, methods, against):
 
 
 def t1_table(info):
-    return _table(info, METHODS, [("vs plain", "tar-plain"), ("vs --sort=inode", "tar-inode")])
+    return _table(info, METHODS, [("vs plain", "tar-plain"), ("vs --sort=inode", "tar-inode"),
+                                  ("vs plain as nobody", "tar-plain-nobody")])
 
 
 T2_METHODS = {
@@ -282,6 +317,9 @@ T2_METHODS = {
     # one file, then sync: the same reading and about the same writing as an
     # extraction, with no file to create and no metadata.
     "cat-copy": (None, "cd DST && cat ARCHIVE > one-file && sync (no tar)"),
+    # An ordinary user's extraction into a directory of theirs (util.as_nobody), then sync.
+    "xtar-plain-nobody": ([], f"cd DST && GNU tar -xf ARCHIVE && sync, {util.NOBODY_LABEL}"),
+    "xtar-bfo-nobody": (["--use-bfo"], f"cd DST && tar --use-bfo -xf ARCHIVE && sync, {util.NOBODY_LABEL}"),
 }
 
 
@@ -293,9 +331,15 @@ def _t2_timed(method, archive, dest_dir, *, root, timeout, stats_file):
                         timeout=timeout)
     tar = " ".join(_quote(a) for a in [str(FRONT)] + T2_METHODS[method][0] + ["-xf", str(archive)])
     env = _env()
-    if method == "xtar-bfo":
+    if method.startswith("xtar-bfo"):
         env["BFO_TAR_STATS"] = str(stats_file)
-    return util.run(["bash", "-c", f"cd {_quote(dest_dir)} && {tar} && sync"], env=env, timeout=timeout)
+    cmd = ["bash", "-c", f"cd {_quote(dest_dir)} && {tar} && sync"]
+    if method.endswith(util.NOBODY_SUFFIX):
+        os.chown(dest_dir, util.NOBODY_UID, util.NOBODY_GID)
+        if method.startswith("xtar-bfo"):
+            _nobody_file(stats_file)
+        cmd = util.as_nobody(cmd)
+    return util.run(cmd, env=env, timeout=timeout)
 
 
 def _t2_compare(a, b):
@@ -335,15 +379,16 @@ def run_t2(*, set_names, files_4k, fs, repeat, do_verify, root, timeout, workdir
                     "files": plan.files, "bytes": plan.bytes, "archive_bytes": archive.stat().st_size,
                     "source": sinfo, "methods": {}}
         results["sets"][f"t2-{name}"] = info
-        util.log(f"T2 {name}: archive {util.human_bytes(info['archive_bytes'])}; {len(T2_METHODS)} methods x "
+        methods = _nobody_rows(T2_METHODS, [FRONT, PLUGIN, archive], [PLUGIN, archive])
+        util.log(f"T2 {name}: archive {util.human_bytes(info['archive_bytes'])}; {len(methods)} methods x "
                  f"{repeat} rounds, {cache} cache, a new {fs} per run")
-        times = {m: [] for m in T2_METHODS}
+        times = {m: [] for m in methods}
         trees = {}
         stats = ""
         try:
             with FreshFs(workdir, f"t2dst-{name}", fs, size, inodes + 1000, root, need_bytes=need) as dest:
                 for rnd in range(repeat):
-                    for m in T2_METHODS:
+                    for m in methods:
                         droot = dest.new()
                         ok, st = _timed_round(
                             f"T2 {name}", rnd, m,
@@ -363,11 +408,18 @@ def run_t2(*, set_names, files_4k, fs, repeat, do_verify, root, timeout, workdir
             with util.cleaning():
                 archive.unlink()
         if do_verify:
-            info["verify"] = (_t2_compare(trees["xtar-plain"], trees["xtar-bfo"]) if len(trees) == 2
-                              else "not verified (a method failed)")
+            info["verify"] = (_t2_compare(trees["xtar-plain"], trees["xtar-bfo"])
+                              if "xtar-plain" in trees and "xtar-bfo" in trees else "not verified (a method failed)")
             util.log(f"T2 {name}: trees plain vs --use-bfo: {info['verify']}")
             if not info["verify"].startswith("ok"):
                 failed = True
+            if "xtar-bfo-nobody" in methods:
+                info["verify_nobody"] = (_t2_compare(trees["xtar-plain-nobody"], trees["xtar-bfo-nobody"])
+                                         if "xtar-plain-nobody" in trees and "xtar-bfo-nobody" in trees
+                                         else "not verified (a method failed)")
+                util.log(f"T2 {name}: trees plain vs --use-bfo as uid {util.NOBODY_UID}: {info['verify_nobody']}")
+                if not info["verify_nobody"].startswith("ok"):
+                    failed = True
         _publish(info, times, T2_METHODS, stats,
                  lambda i: t2_heading(i, cache, fs) + "\n\n" + t2_table(i) + "\n",
                  results=results, md=md, outdir=outdir)
@@ -377,12 +429,13 @@ def run_t2(*, set_names, files_4k, fs, repeat, do_verify, root, timeout, workdir
 def t2_heading(info, cache, fs):
     return (f"## T2 tar extract + sync: {info['set']} ({info['files']:,} files, {util.human_bytes(info['bytes'])}; "
             f"archive {util.human_bytes(info['archive_bytes'])}), {cache} cache, a new {fs} per run\n\n"
-            f"{info['description']}. Trees plain vs --use-bfo: {info.get('verify', 'not verified')}. "
-            f"Plugin: {info.get('plugin_stats') or '-'}")
+            f"{info['description']}. Trees plain vs --use-bfo: {info.get('verify', 'not verified')}"
+            + (f"; as uid {util.NOBODY_UID}: {info['verify_nobody']}" if info.get("verify_nobody") else "")
+            + f". Plugin: {info.get('plugin_stats') or '-'}. Rows -nobody: {util.NOBODY_LABEL}.")
 
 
 def t2_table(info):
-    return _table(info, T2_METHODS, [("vs plain", "xtar-plain")])
+    return _table(info, T2_METHODS, [("vs plain", "xtar-plain"), ("vs plain as nobody", "xtar-plain-nobody")])
 
 
 def main(args):

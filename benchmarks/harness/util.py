@@ -261,3 +261,39 @@ def sha256_file(path):
                 break
             h.update(b)
     return h.hexdigest()
+
+
+# --------------------------------------------------------------------------
+# An ordinary user's rows (issue 34): the harness runs as root (it makes loop
+# images and drops caches); these rows run the method's command as uid 65534
+# with the soft RLIMIT_NOFILE of a login or a service (1024; the hard limit
+# stays root's), where root's own limit here is 20,000.
+# --------------------------------------------------------------------------
+NOBODY_UID = NOBODY_GID = 65534
+USER_NOFILE = 1024
+NOBODY_SUFFIX = "-nobody"
+NOBODY_LABEL = f"as uid {NOBODY_UID}, soft RLIMIT_NOFILE {USER_NOFILE} (an ordinary user's default)"
+
+
+def as_nobody(cmd):
+    """cmd as uid 65534 (no groups) with the soft descriptor limit 1024."""
+    return (["prlimit", f"--nofile={USER_NOFILE}:", "--", "setpriv", f"--reuid={NOBODY_UID}",
+             f"--regid={NOBODY_GID}", "--clear-groups", "--"] + [str(a) for a in cmd])
+
+
+def nobody_cannot(paths, *, readable=(), writable=()):
+    """Why uid 65534 cannot run a row here (None: it can): root and setpriv/prlimit needed, every path in
+    paths reachable (searchable parents) and executable or readable, readable ones readable, writable ones
+    writable."""
+    if not is_root():
+        return "rows as an ordinary user need root (setpriv)"
+    for tool in ("setpriv", "prlimit"):
+        if not which(tool):
+            return f"{tool} not installed (util-linux)"
+    checks = [("-e", p) for p in paths] + [("-r", p) for p in readable] + [("-w", p) for p in writable]
+    for flag, p in checks:
+        r = run(as_nobody(["test", flag, str(p)]))
+        if r.returncode != 0:
+            return (f"uid {NOBODY_UID} cannot {'reach' if flag == '-e' else 'read' if flag == '-r' else 'write'} "
+                    f"{p} (a parent not searchable by others?)")
+    return None

@@ -133,7 +133,7 @@ def check_written(fs_root, target_name, expected, mode=0o644):
 META_FIELDS = ("type", "mode", "uid", "gid", "mtime_ns", "size", "target")
 
 
-def compare_trees(src_list, dst, fs_root=None, target_name=None, mtime_res_ns=1):
+def compare_trees(src_list, dst, fs_root=None, target_name=None, mtime_res_ns=1, ignore_root=False):
     """An M1/M2 copy (directory dst) against the source's listing (with hashes).
     -> (ok, detail). Every field of META_FIELDS and the contents must match,
     for every entry including the root; nothing may be missing or extra.
@@ -141,6 +141,9 @@ def compare_trees(src_list, dst, fs_root=None, target_name=None, mtime_res_ns=1)
     for a method whose format carries whole seconds, the copy's mtime being the
     source's truncated to the second)."""
     got = listing(dst, hashes=True)
+    if ignore_root:     # dst existed: a copy of sources into it, its own metadata not the copy's
+        src_list = {k: v for k, v in src_list.items() if k != "."}
+        got = {k: v for k, v in got.items() if k != "."}
     missing = set(src_list) - set(got)
     extra = set(got) - set(src_list)
     by_field = {}
