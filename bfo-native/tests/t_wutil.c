@@ -110,6 +110,10 @@ void tw_run(struct tw_run *r, const void *in, size_t in_len, uid_t uid, gid_t gi
 		dup2(pin[0], 0);
 		dup2(pout[1], 1);
 		dup2(perr[1], 2);
+		/* Only stdio, as from a shell: ctest and make leave descriptors
+		 * open (LastTest.log, a jobserver pipe) that would take part of
+		 * a command's low ulimit -n (t_nofile runs at 16). */
+		close_range(3, ~0U, 0);
 		alarm(0);
 		become(uid, gid);
 		execvp(argv[0], argv);
