@@ -20,6 +20,7 @@ PACKAGES=(
   liburing-dev
   libarchive-dev
   libxxhash-dev
+  libzstd-dev
   libext2fs-dev
   xxhash
   maven

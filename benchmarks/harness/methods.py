@@ -447,7 +447,7 @@ register(_w1(
 # ==========================================================================
 # SRC is the set's directory on its image; DST is DEST/copy on a brand-new
 # file system (mkfs before every run), not existing before the run (cp's
-# rule: DST becomes the copy). Every method is durable when it returns:
+# rule: DST becomes the copy; bfo cp, with rsync's rule, is given SRC/). Every method is durable when it returns:
 # bfo cp by itself (durability batch), the others through `sync -f DST`
 # (syncfs of the destination file system: the same durability as `sync`
 # for the copy, without waiting for other tenants' dirty data).
@@ -492,8 +492,9 @@ def _sh(script):
     return lambda ctx: ["bash", "-c", "set -o pipefail; " + script, "bash", ctx.set_dir, _m1_dst(ctx)]
 
 
-register(_m1("bfo-cp", "bfo cp -a --stats SRC DST (durability batch: durable when it returns)", "bfo",
-             lambda ctx: [ctx.bfo.path, "cp", "-a", "--stats", ctx.set_dir, _m1_dst(ctx)],
+register(_m1("bfo-cp", "bfo cp -a --stats SRC/ DST (durability batch: durable when it returns; SRC/: the contents, "
+             "rsync's rule, so DST is the copy)", "bfo",
+             lambda ctx: [ctx.bfo.path, "cp", "-a", "--stats", f"{ctx.set_dir}/", _m1_dst(ctx)],
              stats=_bfo_stats("bfo cp:"), note=_bfo_w_note, avail=_bfo_avail))
 register(_m1("cp-a-sync", "cp -a SRC DST && sync -f DST", "baseline",
              _sh('cp -a "$1" "$2" && sync -f "$2"'),

@@ -28,6 +28,9 @@ REGISTRY = {s.name: s for s in (
     Scenario("m2", "copy sets (--sets, default 4k,mixed) to another machine over ssh: a network namespace with its "
                    "own sshd behind a 1 Gbit/s veth, onto a fresh file system there (--dest-fs, default ext4)",
              "imagebench", "run", True),
+    Scenario("m3", "re-sync: copy 100,000 x 4 KiB once, change 1% (rewritten), add 0.5%, delete 0.5%; the rerun "
+                   "and a rerun with nothing changed, bfo cp -a --delete against rsync -a --delete, over ssh (the "
+                   "m2 machine) and locally, as root and as --m3-user", "resync", "run_m3", False),
     Scenario("t1", "tar -c plain / --sort=inode / --use-bfo on the 4k and mixed sets", "tar", "main", False),
     Scenario("t2", "tar -x + sync plain / --use-bfo, a fresh ext4 per run", "tar", "main", False),
     Scenario("h1", "MapReduce on 100,000 small text files: BatchText vs CombineText", "hadoop", "run_h1", False),

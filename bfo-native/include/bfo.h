@@ -446,6 +446,12 @@ enum bfo_wtype {
 				       appears at its path with its last piece */
 #define BFO_WENTRY_ABORT  (1u << 3) /* FILE: drop a file whose earlier pieces
 				       were written (its source failed) */
+/* This entry replaces what has its name (atomically, as BFO_WRITE_REPLACE
+ * does for every entry of a writer), while the batch's other entries are
+ * created as usual, never over anything: a copier marks the entries it
+ * found at the destination, and the rest of a first copy goes without a
+ * temporary name and a second durability point. */
+#define BFO_WENTRY_REPLACE (1u << 4)
 
 /* One entry of a batch.  128 bytes, fixed layout. */
 struct bfo_wentry {
@@ -586,7 +592,10 @@ const char *bfo_wengine_name(int engine);
  *
  * Destination rules are cp's: with several sources, or when dst is an
  * existing directory, each source is copied to dst/basename(source);
- * otherwise the one source becomes dst.
+ * otherwise the one source becomes dst.  A source SRC/. (or SRC/..) is
+ * the directory's contents: they go into dst, which takes SRC's metadata.
+ * With BFO_COPY_INTO they are rsync's instead, so that the same copy run
+ * twice lands in the same place (see there).
  */
 
 /* bfo_copier_create flags */
@@ -600,6 +609,24 @@ const char *bfo_wengine_name(int engine);
 #define BFO_COPY_UPDATE   (1u << 2)
 #define BFO_COPY_CHECKSUM (1u << 3) /* with UPDATE: same size and content
 				       (xxh3), whatever the mtime */
+/* rsync's destination rule instead of cp's: a directory source (other
+ * than SRC/.), and every source when there are several, is copied to
+ * dst/basename(source) whether dst exists or not (dst is made, with its
+ * parents, when missing); so is a file source when dst ends with '/'.
+ * SRC/. still copies the contents into dst; a single file onto a dst that
+ * is not a directory and does not end with '/' becomes dst, as with cp.
+ * (rsync's SRC/ is SRC/. here: the bfo command maps one onto the other.)
+ * For bfo_copier_recv, the receiver's flag decides. */
+#define BFO_COPY_INTO     (1u << 4)
+/* With UPDATE: what the destination's copies have and the sources do not
+ * is deleted, once the copy is durable (rsync's --delete): within the
+ * copied trees only, never through a symbolic link, nothing when a source
+ * could not be listed whole.  An entry of the other kind in the way of a
+ * copy (a directory where a file goes, or the reverse) goes at once. */
+#define BFO_COPY_DELETE   (1u << 5)
+/* Compare and report (bfo_copy_opts' item callback) what would be copied
+ * and deleted, and change nothing. */
+#define BFO_COPY_DRY_RUN  (1u << 6)
 
 struct bfo_copy_stats {
 	uint64_t files;         /* regular files copied */
@@ -611,7 +638,11 @@ struct bfo_copy_stats {
 	uint32_t read_engine;   /* enum bfo_engine that read most bytes */
 	uint32_t write_engine;  /* enum bfo_wengine */
 	uint64_t skipped;       /* files left as they were (BFO_COPY_UPDATE) */
-	uint64_t reserved[7];
+	uint64_t deleted;       /* entries deleted (BFO_COPY_DELETE; with DRY_RUN, that would be) */
+	uint64_t tree_bytes;    /* bytes of the sources' regular files, as listed (a sync) */
+	uint64_t wire_sent;     /* bytes written to the stream (and its back channel), as they went */
+	uint64_t wire_received; /* bytes read from them */
+	uint64_t reserved[3];
 };
 
 /* Called on the thread of bfo_copier_run(): error once per failed entry
@@ -624,6 +655,33 @@ struct bfo_copy_callbacks {
 };
 
 struct bfo_copier;
+
+/* What a copier is told beyond bfo_copier_create's flags (all optional). */
+struct bfo_copy_opts {
+	uint32_t size;          /* sizeof(struct bfo_copy_opts) as the caller knows it */
+	int32_t compress;       /* a stream sent (bfo_copier_send*): compressed with zstd at
+				   this level (1 to 19; negative: zstd's fast levels), 0: not */
+	/* rsync's filter rules, NULL-terminated (NULL: none): "- PATTERN"
+	 * excludes, "+ PATTERN" includes, the first that matches a name
+	 * decides, an excluded directory is not entered (bfo-native
+	 * README.md, "Syncing").  A receiver is given the sender's rules:
+	 * what they exclude is protected from BFO_COPY_DELETE. */
+	const char *const *filters;
+	/* Each entry copied (or, with BFO_COPY_DRY_RUN, that would be):
+	 * what '>' and its path below the destination; each deleted: '-'.
+	 * Called on the thread of the run. */
+	void (*item)(void *arg, int what, const char *path);
+	void *item_arg;
+	uint64_t reserved[8];
+};
+
+/*
+ * bfo_copier_set_opts - give the copier opts (copied, filters included);
+ * for the runs that follow.  Returns 0, -EINVAL (a rule that is not one,
+ * a level out of range, reserved fields not 0), -E2BIG (opts->size larger
+ * than this library knows, the rest not 0) or -ENOMEM.
+ */
+int bfo_copier_set_opts(struct bfo_copier *c, const struct bfo_copy_opts *opts);
 
 /*
  * bfo_copier_create - make a copier with read options ropts and write
@@ -657,9 +715,25 @@ int bfo_copier_run(struct bfo_copier *c, const char *const *srcs, unsigned n, co
  * written outside the destination, no symbolic link is followed, and a
  * stream that breaks leaves each file complete or absent.  Metadata goes
  * whole; the receiver's flags (BFO_COPY_ARCHIVE, and whether it runs as
- * root) decide what the copy takes.  Stream version of this library:
+ * root) decide what the copy takes.  Version 2 adds the file list before
+ * the data and a back channel (bfo_copier_send_duplex(),
+ * bfo_copier_recv_duplex()): the receiver answers which entries it wants,
+ * so a rerun sends only what differs; a receiver also reads version 1.
+ * Stream version of this library (what a sender writes):
  */
-#define BFO_STREAM_VERSION 1
+#define BFO_STREAM_VERSION 2
+
+/*
+ * bfo_copier_send_duplex - bfo_copier_send with a back channel: reply_fd
+ * carries the receiver's answers (its bfo_copier_recv_duplex's reply_fd),
+ * and when the receiver has a copy to compare with, the file list goes
+ * first and only what differs is read and sent (stream version 2: the
+ * list, the wants, the result; bfo-native README.md).  reply_fd -1: as
+ * bfo_copier_send.  Returns as bfo_copier_send; -EBADMSG when the
+ * receiver's answers are not bfo's.
+ */
+int bfo_copier_send_duplex(struct bfo_copier *c, const char *const *srcs, unsigned n, int fd,
+			   int reply_fd);
 
 /*
  * bfo_copier_send - read srcs[0..n) and write them as a stream to fd
@@ -682,6 +756,17 @@ int bfo_copier_send(struct bfo_copier *c, const char *const *srcs, unsigned n, i
  * bfo_writer_open().
  */
 int bfo_copier_recv(struct bfo_copier *c, int fd, const char *dst);
+
+/*
+ * bfo_copier_recv_duplex - bfo_copier_recv with a back channel: the
+ * receiver answers on reply_fd (the sender's bfo_copier_send_duplex
+ * reply_fd): whether it has a copy to compare with, and then a want for
+ * each entry of the sender's list, so that only what differs comes; at
+ * the end what it deleted (BFO_COPY_DELETE) and its result.  A stream
+ * whose sender waits for answers needs reply_fd (-1: -EBADMSG).  Without
+ * a list (a one-way stream), each entry is compared as it comes.
+ */
+int bfo_copier_recv_duplex(struct bfo_copier *c, int fd, int reply_fd, const char *dst);
 
 /*
  * bfo_copier_stats - the current (or last) run's statistics; safe from any

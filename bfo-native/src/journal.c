@@ -648,8 +648,11 @@ static void recover_entry(struct recovery *r, const struct mentry *m, const stru
 		 * may be older than this manifest): it goes by name, and
 		 * nothing is applied to it. */
 		if (m->kind == M_TEMP) {
+			/* (any kind a replacing entry is made as: a file, a
+			 * symbolic link, a special file, a hard link; removing
+			 * a name follows nothing) */
 			if (!strncmp(base, BFO_TMP_PREFIX, sizeof(BFO_TMP_PREFIX) - 1) &&
-			    S_ISREG(sx.stx_mode) && unlinkat(dfd, base, 0) == 0)
+			    !S_ISDIR(sx.stx_mode) && unlinkat(dfd, base, 0) == 0)
 				r->st->removed++;
 		} else if (id && id->type) {
 			/* Proven the batch's, or left alone. */

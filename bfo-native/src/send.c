@@ -16,37 +16,10 @@
 
 #include "common.h"
 #include "send.h"
+#include "wio.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 	       "xattrs go on the wire in the writer's host-order packing, little-endian");
-
-/* All of iov[0..n) to fd, continuing short writes; -ECANCELED once
- * *cancel is set (a signal's EINTR, or the short write it made, comes
- * back here). */
-static int write_all(int fd, struct iovec *iov, size_t n, const atomic_bool *cancel)
-{
-	while (n) {
-		if (cancel && atomic_load(cancel))
-			return -ECANCELED;
-		ssize_t k = writev(fd, iov, (int)MIN(n, (size_t)IOV_MAX));
-
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		while (n && (size_t)k >= iov->iov_len) {
-			k -= (ssize_t)iov->iov_len;
-			iov++;
-			n--;
-		}
-		if (n) {
-			iov->iov_base = (char *)iov->iov_base + k;
-			iov->iov_len -= (size_t)k;
-		}
-	}
-	return 0;
-}
 
 static int reserve(struct wire_out *o, size_t meta, size_t iov)
 {
@@ -96,7 +69,7 @@ static int frame_send(struct wire_out *o, uint32_t kind)
 	wire_put64(o->meta + o->meta_len, wire_meta_hash(o->meta, o->meta + WIRE_HEAD_LEN, rec));
 	o->meta_len += WIRE_HASH_LEN;
 	o->iov[0] = (struct iovec){ o->meta, o->meta_len };
-	ret = write_all(o->fd, o->iov, o->niov, o->cancel);
+	ret = wio_writev(&o->io, o->iov, o->niov);
 	o->entries += kind == WIRE_BATCH ? o->count : 0;
 	return ret ? ret : frame_begin(o);
 }
@@ -196,16 +169,21 @@ int wire_out_batch(struct wire_out *o, const struct bfo_wentry *e, const uint64_
 	return ret;
 }
 
-int wire_out_start(struct wire_out *o, int fd, uint32_t flags, const struct wire_source *s,
-		   uint32_t n)
+int wire_out_start(struct wire_out *o, int fd, uint32_t flags, int level,
+		   const struct wire_source *s, uint32_t n)
 {
 	uint8_t start[WIRE_START_LEN];
 	struct iovec iov = { start, wire_start_put(start, flags) };
 	int ret;
 
-	*o = (struct wire_out){ .fd = fd, .cancel = o->cancel };   /* cancel: the caller's */
-	if ((ret = write_all(fd, &iov, 1, o->cancel)) || (ret = frame_begin(o)))
+	*o = (struct wire_out){ .cancel = o->cancel };   /* cancel: the caller's */
+	wio_init(&o->io, fd, -1, o->cancel);
+	if ((ret = wio_writev(&o->io, &iov, 1)) || (ret = frame_begin(o)))
 		return ret;
+	if ((flags & WIRE_F_ZSTD) && (ret = wio_compress(&o->io, level)))
+		return ret;
+	if (!s)
+		return 0;
 	for (uint32_t i = 0; i < n; i++) {
 		if ((ret = reserve(o, WIRE_SOURCE_LEN + s[i].name_len, 0)))
 			return ret;
@@ -213,6 +191,53 @@ int wire_out_start(struct wire_out *o, int fd, uint32_t flags, const struct wire
 		o->count++;
 	}
 	return frame_send(o, WIRE_SOURCES);
+}
+
+int wire_out_list(struct wire_out *o, uint16_t src, const struct wire_lent *e, size_t n,
+		  bool checksum, uint32_t *frames)
+{
+	const struct wire_lent *prev = NULL;
+	int ret = 0;
+
+	*frames = 0;
+	for (size_t i = 0; i <= n && !ret; i++) {
+		/* a frame ends with the batch, or before it would pass its limits */
+		if (o->count && (i == n || o->count == WIRE_ENTRIES_MAX ||
+				 o->meta_len - WIRE_HEAD_LEN + WIRE_LENT_MAX > WIRE_META_MAX)) {
+			ret = frame_send(o, WIRE_LIST);
+			++*frames;
+			prev = NULL;
+		}
+		if (i == n || ret)
+			break;
+		if (!o->count) {
+			if ((ret = reserve(o, 4, 0)))
+				break;
+			o->meta[o->meta_len] = (uint8_t)src;
+			o->meta[o->meta_len + 1] = (uint8_t)(src >> 8);
+			o->meta[o->meta_len + 2] = o->meta[o->meta_len + 3] = 0;
+			o->meta_len += 4;
+		}
+		if ((ret = reserve(o, WIRE_LENT_MAX, 0)))
+			break;
+		o->meta_len += wire_lent_put(o->meta + o->meta_len, &e[i], prev, checksum);
+		o->count++;
+		prev = &e[i];
+	}
+	return ret;
+}
+
+int wire_out_frame(struct wire_out *o, uint32_t kind, uint32_t count, const void *meta, size_t len)
+{
+	int ret = reserve(o, len, 0);
+
+	if (ret)
+		return ret;
+	if (len)
+		memcpy(o->meta + o->meta_len, meta, len);
+	o->meta_len += len;
+	o->count = count;
+	return frame_send(o, kind);
 }
 
 int wire_out_end(struct wire_out *o, const struct wire_end *end)
@@ -229,6 +254,7 @@ int wire_out_end(struct wire_out *o, const struct wire_end *end)
 
 void wire_out_free(struct wire_out *o)
 {
+	wio_free(&o->io);
 	free(o->meta);
 	free(o->iov);
 	o->meta = NULL;

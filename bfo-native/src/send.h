@@ -8,19 +8,20 @@
 #ifndef BFO_SEND_H
 #define BFO_SEND_H
 
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "bfo.h"
+#include "wio.h"
 #include "wire.h"
 
 struct iovec;
 
 struct wire_out {
-	int fd;
+	struct wio io;              /* the descriptor, compressed or not, counted */
 	/* Set (the copier cancelled): a frame being written stops where it
-	 * is, so the receiver sees the stream cut at once; NULL: never. */
+	 * is, so the receiver sees the stream cut at once; NULL: never.  The
+	 * caller's, kept by wire_out_start. */
 	const atomic_bool *cancel;
 	uint8_t *meta;              /* the frame being built: head, records, hash */
 	size_t meta_len, meta_cap;
@@ -31,9 +32,19 @@ struct wire_out {
 	uint64_t entries;           /* records sent in all */
 };
 
-/* Each returns 0 or -errno (-EPIPE: the receiver went away). */
-int wire_out_start(struct wire_out *o, int fd, uint32_t flags, const struct wire_source *s,
-		   uint32_t n);
+/* Each returns 0 or -errno (-EPIPE: the receiver went away; -ECANCELED:
+ * *cancel was set, the frame cut short).  START (and,
+ * with WIRE_F_ZSTD, the rest compressed at level), then the sources
+ * (none when s is NULL: the back channel has no sources frame). */
+int wire_out_start(struct wire_out *o, int fd, uint32_t flags, int level,
+		   const struct wire_source *s, uint32_t n);
+/* The list entries e[0..n) of source src as LIST frames (as many as
+ * their size needs): their number in *frames. */
+int wire_out_list(struct wire_out *o, uint16_t src, const struct wire_lent *e, size_t n,
+		  bool checksum, uint32_t *frames);
+/* A frame of kind with count and meta[0..len), no data (the back
+ * channel's HELLO, WANT, ITEMS, RESULT). */
+int wire_out_frame(struct wire_out *o, uint32_t kind, uint32_t count, const void *meta, size_t len);
 /* sizes[i]: the whole file's size for a FILE entry (the size of all its
  * pieces).  Entries with a status are left out. */
 int wire_out_batch(struct wire_out *o, const struct bfo_wentry *e, const uint64_t *sizes,

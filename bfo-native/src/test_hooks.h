@@ -36,6 +36,10 @@ struct bfo_test_hooks {
 	 * directory listings (dirlist.c) instead of its own bound, so that a
 	 * test's small directories take the path of those too large to keep */
 	size_t dircache_bytes;
+	/* before_delete: --delete is about to resolve path (below the
+	 * destination) again and delete it (sync.c): a test swaps a directory
+	 * for a symbolic link at that moment */
+	void (*before_delete)(void *arg, const char *path);
 	void *arg;
 };
 extern struct bfo_test_hooks bfo_test_hooks;

@@ -47,6 +47,8 @@ struct walk {
 	size_t nfails, fails_head;
 	pthread_t *threads;
 	unsigned nthreads;
+	bool (*skip)(void *arg, const char *path, bool dir);  /* walk_start_skip */
+	void *skip_arg;
 };
 
 #define RADIX_BITS 11
@@ -231,6 +233,14 @@ static void read_dir(struct walk *w, char *dir)
 				t = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG :
 				    S_ISLNK(st.st_mode) ? DT_LNK : DT_FIFO;
 		}
+		if (w->skip && w->skip(w->skip_arg, p, t == DT_DIR)) {
+			/* left out, and a directory not entered */
+			free(p);
+			pthread_mutex_lock(&w->lock);
+			w->skipped++;
+			pthread_mutex_unlock(&w->lock);
+			continue;
+		}
 		if (t == DT_LNK && !w->all) {
 			/* A link is read when it leads to a regular file. */
 			if (!w->nofollow && stat(p, &st) == 0 && S_ISREG(st.st_mode)) {
@@ -302,11 +312,19 @@ static void *walk_main(void *arg)
 
 struct walk *walk_start(const char *root, unsigned nthreads, size_t batch_cap, unsigned flags)
 {
+	return walk_start_skip(root, nthreads, batch_cap, flags, NULL, NULL);
+}
+
+struct walk *walk_start_skip(const char *root, unsigned nthreads, size_t batch_cap, unsigned flags,
+			     bool (*skip)(void *arg, const char *path, bool dir), void *arg)
+{
 	struct walk *w = calloc(1, sizeof(*w));
 	sigset_t all, old;
 
 	if (!w)
 		return NULL;
+	w->skip = skip;
+	w->skip_arg = arg;
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->cond, NULL);
 	w->cap = batch_cap ? batch_cap : 1;

@@ -41,6 +41,14 @@ struct walk;
 struct walk *walk_start(const char *root, unsigned nthreads, size_t batch_cap, unsigned flags);
 
 /*
+ * walk_start, with skip(arg, path, dir) asked (on the walk's threads, so
+ * it must be safe to call from several at once) about each entry found:
+ * true leaves it out, and a directory is then not entered.
+ */
+struct walk *walk_start_skip(const char *root, unsigned nthreads, size_t batch_cap, unsigned flags,
+			     bool (*skip)(void *arg, const char *path, bool dir), void *arg);
+
+/*
  * The next batch: stores its files in *files and returns their number, 0
  * when the walk is over.  The batch (paths included) stays valid until the
  * next call.

@@ -10,6 +10,9 @@
 #include <xxhash.h>
 
 #include "wire.h"
+#include "bfo.h"
+
+_Static_assert(WIRE_VERSION == BFO_STREAM_VERSION, "bfo.h names the stream version wire.h writes");
 
 #define BAD(msg) (*why = (msg), -EBADMSG)
 
@@ -63,22 +66,30 @@ uint64_t wire_meta_hash(const uint8_t *head, const uint8_t *meta, size_t meta_le
 
 /* ------------------------------------------------------------ parsing */
 
-int wire_start_parse(const uint8_t *b, uint32_t *flags, const char **why)
+int wire_start_parse_v(const uint8_t *b, uint32_t *version, uint32_t *flags, const char **why)
 {
 	uint32_t v;
 
 	if (memcmp(b, WIRE_MAGIC, 8))
 		return BAD("not a bfo stream (no bfo send at the other end?)");
 	v = get32(b + 8);
-	if (v != WIRE_VERSION) {
+	if (v > WIRE_VERSION || v < WIRE_VERSION_MIN) {
 		*why = v > WIRE_VERSION ? "the sender's bfo is newer: its stream version is not one this bfo reads" :
 					   "the sender's bfo is older: its stream version is not one this bfo reads";
 		return -EPROTONOSUPPORT;
 	}
+	*version = v;
 	*flags = get32(b + 12);
-	if (*flags & ~WIRE_F_ARCHIVE)
+	if (*flags & ~(v == 1 ? WIRE_F_ARCHIVE : WIRE_F_ALL))
 		return BAD("unknown stream flags");
 	return 0;
+}
+
+int wire_start_parse(const uint8_t *b, uint32_t *flags, const char **why)
+{
+	uint32_t v;
+
+	return wire_start_parse_v(b, &v, flags, why);
 }
 
 int wire_head_parse(const uint8_t *b, struct wire_frame *f, const char **why)
@@ -91,7 +102,8 @@ int wire_head_parse(const uint8_t *b, struct wire_frame *f, const char **why)
 	f->data_len = get64(b + 24);
 	if (get32(b + 12))
 		return BAD("frame head has reserved bits set");
-	if (f->kind < WIRE_SOURCES || f->kind > WIRE_END)
+	if ((f->kind < WIRE_SOURCES || f->kind > WIRE_LIST) &&
+	    (f->kind < WIRE_HELLO || f->kind > WIRE_RESULT))
 		return BAD("unknown frame kind");
 	if (f->meta_len > WIRE_META_MAX || f->data_len > WIRE_DATA_MAX)
 		return BAD("frame larger than the stream's limits");
@@ -103,12 +115,25 @@ int wire_head_parse(const uint8_t *b, struct wire_frame *f, const char **why)
 		return BAD("bad sources frame");
 	if (f->kind == WIRE_END && (f->count || f->data_len || f->meta_len != WIRE_END_LEN))
 		return BAD("bad end frame");
+	/* (a list record takes at least 5 bytes) */
+	if (f->kind == WIRE_LIST && (f->count > WIRE_ENTRIES_MAX || f->data_len ||
+				     f->meta_len < 4 + (uint64_t)f->count * 5))
+		return BAD("bad list frame");
+	if (f->kind == WIRE_HELLO && (f->count || f->data_len || f->meta_len != WIRE_HELLO_LEN))
+		return BAD("bad hello frame");
+	if (f->kind == WIRE_WANT && (f->count > WIRE_ENTRIES_MAX || f->data_len ||
+				     f->meta_len > 11 * (uint64_t)f->count))
+		return BAD("bad want frame");
+	if (f->kind == WIRE_ITEMS && (f->count > WIRE_ENTRIES_MAX || f->data_len))
+		return BAD("bad items frame");
+	if (f->kind == WIRE_RESULT && (f->count || f->data_len || f->meta_len != WIRE_RESULT_LEN))
+		return BAD("bad result frame");
 	return 0;
 }
 
 /* A path below a source: no NUL, no empty, "." or ".." component, no
  * leading or trailing '/'.  "" (the source itself) is one. */
-static bool rel_ok(const char *p, uint32_t len)
+bool wire_rel_ok(const char *p, uint32_t len)
 {
 	uint32_t start = 0;
 
@@ -174,7 +199,7 @@ int wire_sources_parse(const uint8_t *meta, const struct wire_frame *f,
 		s->dir = kind == 1;
 		if (s->name_len > WIRE_NAME_MAX || s->name_len > f->meta_len - at)
 			return BAD("source name too long");
-		if (memchr(s->name, '/', s->name_len) || !rel_ok(s->name, s->name_len) ||
+		if (memchr(s->name, '/', s->name_len) || !wire_rel_ok(s->name, s->name_len) ||
 		    (!s->name_len && !s->dir))
 			return BAD("source name is not one file name");
 		at += s->name_len;
@@ -265,9 +290,9 @@ int wire_entries_parse(const uint8_t *meta, const uint8_t *data, const struct wi
 		e->target = e->path + e->path_len;
 		e->xattrs = (const uint8_t *)e->target + e->target_len;
 		at += (uint64_t)e->path_len + e->target_len + e->xattrs_len;
-		if (!rel_ok(e->path, e->path_len))
+		if (!wire_rel_ok(e->path, e->path_len))
 			return BAD("record path is not a relative path below its source");
-		if (e->type == BFO_WTYPE_HARDLINK && !rel_ok(e->target, e->target_len))
+		if (e->type == BFO_WTYPE_HARDLINK && !wire_rel_ok(e->target, e->target_len))
 			return BAD("hard link target is not a path below its source");
 		if (e->type == BFO_WTYPE_SYMLINK && memchr(e->target, '\0', e->target_len))
 			return BAD("symbolic link target holds a NUL");

@@ -163,7 +163,11 @@ static int batch_alloc(struct wbatch *b)
 	b->midx = malloc(n * sizeof(*b->midx));
 	if (!b->order || !b->first_tmp || !b->piece || !b->m || !b->midx)
 		return -ENOMEM;
-	if (b->w->o.flags & BFO_WRITE_REPLACE) {
+	bool replace = b->w->o.flags & BFO_WRITE_REPLACE;
+
+	for (uint32_t i = 0; i < n && !replace; i++)
+		replace = (b->e[i].flags & BFO_WENTRY_REPLACE) && b->e[i].type != BFO_WTYPE_DIR;
+	if (replace) {
 		b->temps = calloc(n, sizeof(*b->temps));
 		if (!b->temps)
 			return -ENOMEM;
@@ -204,9 +208,11 @@ static void plan_entry(struct wbatch *b, uint32_t i, int v)
 		return;
 	}
 	b->order[b->nordered++] = i;
-	/* REPLACE: everything but directories is made under a temporary
-	 * name and renamed over its target once the data is durable. */
-	if (b->temps && e->type != BFO_WTYPE_DIR)
+	/* REPLACE (the writer's, or this entry's): everything but
+	 * directories is made under a temporary name and renamed over its
+	 * target once the data is durable. */
+	if (b->temps && e->type != BFO_WTYPE_DIR &&
+	    ((w->o.flags & BFO_WRITE_REPLACE) || (e->flags & BFO_WENTRY_REPLACE)))
 		b->temps[i] = batch_tmp_name(b, i);
 	if (b->stem_off && e->type == BFO_WTYPE_FILE && e->length >= w->blksz) {
 		b->stem_off[i] = b->stem_len;

@@ -135,7 +135,8 @@ int write_piece(struct wbatch *b, uint32_t i)
 		ret = -errno;
 	s->fd = -1;
 	if (!ret && renameat2(s->dfd, s->temp, s->dfd, base_of(e->path),
-			      (w->o.flags & BFO_WRITE_REPLACE) ? 0 : RENAME_NOREPLACE) < 0)
+			      (w->o.flags & BFO_WRITE_REPLACE) || (e->flags & BFO_WENTRY_REPLACE) ?
+			      0 : RENAME_NOREPLACE) < 0)
 		ret = -errno;
 	stream_drop(w, s, ret != 0);
 	return ret;

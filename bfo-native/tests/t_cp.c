@@ -14,20 +14,27 @@
  * trusted.* on a symlink (root); mtimes with nanoseconds, atimes in the
  * future (so that no relatime update interferes); several owners (root).
  *
- *  - `bfo cp -a SRC DST` equals `cp -a SRC REF` entry by entry (type, mode,
+ *  - `bfo cp -a SRC/ DST` equals `cp -a SRC REF` entry by entry (type, mode,
  *    owner, mtime/atime ns, bytes, targets, rdev, xattrs, hard-link groups
  *    and counts, the top directory's own metadata), exit 0, nothing on
  *    stderr, no .bfo-tmp.* or .bfo-journal left; the same with
  *    --durability none, batch and each, with --write-engine uring, and onto a loop XFS
  *    (the stem engine).
- *  - cp's destination rules: DST an existing directory -> DST/basename(SRC);
+ *  - destination rules: DST an existing directory -> DST/basename(SRC);
  *    one file SRC -> the file DST; one file into a directory; several
  *    SOURCEs into a directory (compared with cp doing the same); several
  *    SOURCEs onto a non-directory -> exit 2.
  *  - sources named SRC/., SRC/./, SRC/sub/.., SRC/, SRC and `.` (from inside
- *    SRC) into an existing directory, and SRC/. onto a new name: the same
- *    tree as cp -a given the same names (SRC/. and SRC/.. copy the contents
- *    into DST and give DST SRC's metadata).
+ *    SRC) into an existing directory, and SRC/., SRC/ and SRC onto a new
+ *    name: rsync's rule (SRC/, SRC/. and SRC/.. copy the contents into DST
+ *    and give DST SRC's metadata; SRC makes DST/SRC), compared with what
+ *    cp -a makes of the same copy.
+ *  - reruns: the same command twice (SRC and SRC/ onto new and existing
+ *    DSTs, a file onto a name and into DST/, several sources) lands where
+ *    rsync -aHX --atimes puts it, equal to it; the second run copies no file
+ *    (--stats) and changes nothing (a snapshot: inodes, ctimes); after a
+ *    change, a new file and a chmod the third copies those three and equals
+ *    cp -a; --replace copies every file.
  *  - exit codes: 2 for usage errors; 1 and a message naming it for a
  *    missing source; 1 and a message naming it for a file that uid 65534
  *    cannot read (the copy made as uid 65534 otherwise equals `cp -a` made
@@ -40,7 +47,8 @@
  *    SIGINT makes `bfo cp` exit 130 once the first batch began; in both
  *    cases every file of the source is absent or complete in the copy,
  *    nothing else appeared, no temporary or journal is left, and the files
- *    that were in the destination before are untouched; bad copier flags
+ *    that were in the destination before are untouched (bfo cp: or
+ *    replaced whole by their new version, as they differ); bad copier flags
  *    are -EINVAL; the error callback names a missing source.
  *  - a source file that changes while it is copied (64 MiB, in pieces,
  *    truncated and re-extended by another process the whole time): exit 1
@@ -112,7 +120,7 @@ static void scenario_archive(void *arg)
 		args[n++] = "-a";
 		for (int i = 0; variants[k][i]; i++)
 			args[n++] = variants[k][i];
-		args[n++] = v->src;
+		args[n++] = tw_fmt("%s/", v->src);   /* the contents: DST is the copy */
 		args[n++] = dst;
 		args[n] = NULL;
 		snprintf(what, sizeof(what), "cp -a%s%s", variants[k][0] ? " " : "",
@@ -129,7 +137,7 @@ static void scenario_archive(void *arg)
 	}
 	if (v->xfs) {
 		char *dst = t_pathf("%s/archive-xfs", v->xfs);
-		const char *args[] = { "-a", "--stats", v->src, dst, NULL };
+		const char *args[] = { "-a", "--stats", tw_fmt("%s/", v->src), dst, NULL };
 
 		bfo_cp(&r, (uid_t)-1, args);
 		TW_CHECK(r.status == 0, "[cp -a onto XFS] exit %d, stderr: %s", r.status, r.err);
@@ -288,7 +296,7 @@ static void scenario_exit(void *arg)
 	if (chown(pu, 65534, 65534) < 0)
 		t_fail("chown: %s", strerror(errno));
 	char *du = t_path(pu, "bfo"), *ru = t_path(pu, "cp");
-	const char *a2[] = { "-a", su, du, NULL };
+	const char *a2[] = { "-a", tw_fmt("%s/", su), du, NULL };
 	char *argv[] = { "cp", "-a", su, ru, NULL };
 	struct tw_run c;
 
@@ -320,7 +328,7 @@ static void scenario_recursive(void *arg)
 	const struct env *v = arg;
 	struct tw_run r, c;
 	char *dst = t_path(v->tmp, "recursive"), *ref = t_path(v->tmp, "recursive-ref");
-	const char *a[] = { "-r", v->src, dst, NULL };
+	const char *a[] = { "-r", tw_fmt("%s/", v->src), dst, NULL };
 	struct stat s1, s2;
 
 	bfo_cp(&r, (uid_t)-1, a);
@@ -340,19 +348,26 @@ static void scenario_recursive(void *arg)
 	tw_checks_end();
 }
 
-/* Sources named with `.` and `..` components and trailing slashes. */
+/* Sources named with `.` and `..` components and trailing slashes, onto
+ * existing and new destinations: rsync's rule (SRC/ and SRC/. are the
+ * contents, SRC a directory lands in DST/SRC, DST made when missing), the
+ * copy compared with what cp -a makes of the same (cp_name into ref, made
+ * first when below). */
 static void scenario_dots(void *arg)
 {
 	const struct env *v = arg;
 	char *s = t_path(v->tmp, "dots-src");
 	static const struct {
 		const char *name;   /* the source, below v->tmp; "." from inside dots-src */
+		const char *cp_name;/* cp's name for the same copy */
 		bool dst_exists;
 		bool below;         /* the copy is DST/dots-src, not DST itself */
 	} cases[] = {
-		{ "dots-src/.", true, false }, { "dots-src/./", true, false },
-		{ "dots-src/sub/..", true, false }, { "dots-src/", true, true },
-		{ "dots-src", true, true }, { ".", true, false }, { "dots-src/.", false, false },
+		{ "dots-src/.", "dots-src/.", true, false }, { "dots-src/./", "dots-src/./", true, false },
+		{ "dots-src/sub/..", "dots-src/sub/..", true, false },
+		{ "dots-src/", "dots-src/.", true, false }, { "dots-src", "dots-src", true, true },
+		{ ".", ".", true, false }, { "dots-src/.", "dots-src/.", false, false },
+		{ "dots-src/", "dots-src/.", false, false }, { "dots-src", "dots-src", false, true },
 	};
 	struct tw_run r, c;
 
@@ -372,21 +387,22 @@ static void scenario_dots(void *arg)
 		char *dst = t_pathf("%s/dots-bfo%zu", v->tmp, k), *ref = t_pathf("%s/dots-cp%zu", v->tmp, k);
 		bool inside = !strcmp(cases[k].name, ".");
 		char *src = inside ? strdup(".") : t_path(v->tmp, cases[k].name);
+		char *csrc = inside ? strdup(".") : t_path(v->tmp, cases[k].cp_name);
 		const char *a[] = { "-a", src, dst, NULL };
 		char what[128];
 
 		snprintf(what, sizeof(what), "cp -a %s %s DST", cases[k].name,
 			 cases[k].dst_exists ? "into an existing" : "onto a new");
-		if (cases[k].dst_exists) {
+		if (cases[k].dst_exists)
 			tw_mkdirs(dst);
+		if (cases[k].dst_exists || cases[k].below)
 			tw_mkdirs(ref);
-		}
 		if (inside && chdir(s) < 0)
 			t_fail("chdir: %s", strerror(errno));
 		bfo_cp(&r, (uid_t)-1, a);
 		TW_CHECK(r.status == 0 && r.err_len == 0, "[%s] exit %d, stderr: %s", what, r.status, r.err);
 		tw_run_free(&r);
-		tw_runl(&c, "cp", "-a", src, ref, (char *)NULL);
+		tw_runl(&c, "cp", "-a", csrc, ref, (char *)NULL);
 		T_ASSERT(c.status == 0, "%s: %s", what, c.err);
 		tw_run_free(&c);
 		if (inside && chdir(v->tmp) < 0)
@@ -403,9 +419,162 @@ static void scenario_dots(void *arg)
 		free(dst);
 		free(ref);
 		free(src);
+		free(csrc);
 	}
 	free(s);
-	t_log("sources with . and .. and trailing slashes: compared with cp -a");
+	t_log("sources with . and .. and trailing slashes (rsync's rule): compared with cp -a");
+	tw_checks_end();
+}
+
+/* Regular files below path (or path itself), each inode once. */
+static int inodes(const char *path)
+{
+	char *cmd = t_pathf("find '%s' -type f -printf '%%D:%%i\\n' | sort -u | wc -l", path);
+	FILE *p = popen(cmd, "r");
+	int n = -1;
+
+	T_ASSERT(p && fscanf(p, "%d", &n) == 1, "%s", cmd);
+	pclose(p);
+	free(cmd);
+	return n;
+}
+
+/* The "N files" and "N skipped" of a --stats line, or -1. */
+static long stat_of(const char *err, const char *what)
+{
+	const char *p = strstr(err, what);
+
+	while (p && p > err && p[-1] == ' ')
+		p--;
+	while (p && p > err && p[-1] >= '0' && p[-1] <= '9')
+		p--;
+	return p ? strtol(p, NULL, 10) : -1;
+}
+
+/*
+ * rsync's destination rule, and reruns: each command is run twice, the
+ * copy compared with rsync's of the same command line (rsync -aHX --atimes
+ * keeps what cp -a keeps, atimes to the second only), and the second run copies nothing (--stats: 0
+ * files, every regular file skipped) and touches nothing (a snapshot of the
+ * copy: inodes, ctimes, mtimes unchanged).  Then one changed file, one
+ * new, one with only its mode changed: the third run copies those three
+ * and the copy equals cp -a's again; --replace copies everything.
+ */
+static void scenario_rerun(void *arg)
+{
+	const struct env *v = arg;
+	char *src = t_path(v->tmp, "rr-src"), *f = t_pathf("%s/a/big.bin", v->tmp);
+	static const struct {
+		const char *what;
+		const char *srcs[3];     /* below v->tmp */
+		const char *dst;         /* below the run's directory */
+		const char *copy;        /* the directory to compare, below the run's */
+		bool top;                /* the copy's top directory is compared too */
+	} cases[] = {
+		{ "SRC onto a new DST", { "rr-src" }, "new", "new/rr-src", true },
+		{ "SRC into an existing DST", { "rr-src" }, "old", "old/rr-src", true },
+		{ "SRC/ onto a new DST", { "rr-src/" }, "new", "new", true },
+		{ "SRC/. onto a new DST", { "rr-src/." }, "new", "new", true },
+		{ "FILE onto a new name", { "rr-src/suid" }, "name", ".", false },
+		{ "FILE into a new DST/", { "rr-src/suid" }, "new/", "new", false },
+		{ "several onto a new DST", { "rr-src/a/b/c/d", "rr-src/suid" }, "new", "new", false },
+	};
+	struct tw_run r, c;
+	char msg[4096];
+	int files;
+
+	t_sh("cp -a '%s' '%s'", v->src, src);
+	(void)f;
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		char *bdir = t_pathf("%s/rr-bfo%zu", v->tmp, k), *rdir = t_pathf("%s/rr-rsync%zu", v->tmp, k);
+		const char *a[10], *what = cases[k].what;
+		char *ra[12];
+		int n = 0, m = 0;
+
+		tw_mkdirs(bdir);
+		tw_mkdirs(rdir);
+		if (!strcmp(cases[k].dst, "old")) {
+			tw_mkdirs(tw_fmt("%s/old", bdir));
+			tw_mkdirs(tw_fmt("%s/old", rdir));
+		}
+		a[n++] = "-a";
+		a[n++] = "--stats";
+		ra[m++] = "rsync";
+		ra[m++] = "-aHX";
+		ra[m++] = "--atimes";
+		for (int i = 0; i < 3 && cases[k].srcs[i]; i++) {
+			a[n++] = t_path(v->tmp, cases[k].srcs[i]);
+			ra[m++] = t_path(v->tmp, cases[k].srcs[i]);
+		}
+		a[n++] = t_path(bdir, cases[k].dst);
+		ra[m++] = t_path(rdir, cases[k].dst);
+		a[n] = NULL;
+		ra[m] = NULL;
+		tw_run(&c, NULL, 0, (uid_t)-1, (gid_t)-1, ra);
+		T_ASSERT(c.status == 0, "[%s] rsync: exit %d: %s", what, c.status, c.err);
+		tw_run_free(&c);
+		files = inodes(tw_fmt("%s/%s", rdir, cases[k].copy));
+		bfo_cp(&r, (uid_t)-1, a);
+		TW_CHECK(r.status == 0, "[%s] exit %d: %s", what, r.status, r.err);
+		tw_run_free(&r);
+		/* (rsync sets atimes to the second, and none on directories) */
+		tw_expect_copy(tw_fmt("%s/%s", rdir, cases[k].copy), tw_fmt("%s/%s", bdir, cases[k].copy),
+			       (cases[k].top ? cpa_flags() : cpa_flags() & ~TW_TOP) & ~TW_ATIME, what);
+		/* again: nothing copied, nothing touched */
+		struct tw_snap *snap = tw_snapshot(bdir);
+
+		bfo_cp(&r, (uid_t)-1, a);
+		TW_CHECK(r.status == 0 && stat_of(r.err, " files,") == 0 && stat_of(r.err, " skipped") == files,
+			 "[%s, again] exit %d, expected 0 files and %d skipped: %s", what, r.status, files, r.err);
+		TW_CHECK(tw_snap_diff(snap, bdir, false, msg, sizeof(msg)) == 0, "[%s, again] the copy changed: %s",
+			 what, msg);
+		tw_run_free(&r);
+		tw_snap_free(snap);
+		t_sh("rm -rf '%s' '%s'", bdir, rdir);
+		for (int i = 2; i < n; i++)
+			free((char *)a[i]);
+		for (int i = 3; i < m; i++)
+			free(ra[i]);
+		free(bdir);
+		free(rdir);
+	}
+
+	/* changes: new bytes, a new file, a mode alone; then --replace */
+	char *dst = t_path(v->tmp, "rr-dst"), *ref = t_path(v->tmp, "rr-ref");
+
+	tw_runl(&r, BFO_CLI, "cp", "-a", src, dst, (char *)NULL);
+	T_ASSERT(r.status == 0, "first copy: %s", r.err);
+	tw_run_free(&r);
+	files = inodes(src);
+	t_write_random(tw_fmt("%s/a/b/f002", src), 4096, 98);
+	t_write_random(tw_fmt("%s/a/new.bin", src), 10000, 99);
+	T_ASSERT(chmod(tw_fmt("%s/f000", src), 0644) == 0, "chmod");
+	tw_runl(&r, BFO_CLI, "cp", "-a", "--stats", src, dst, (char *)NULL);
+	TW_CHECK(r.status == 0 && stat_of(r.err, " files,") == 3 && stat_of(r.err, " skipped") == files - 2,
+		 "[changed, new, chmod] exit %d, expected 3 files and %d skipped: %s", r.status, files - 2,
+		 r.err);
+	tw_run_free(&r);
+	/* (cp -a: rsync -H links after it set the directories' times, so a
+	 * directory holding a new link keeps the time of that link) */
+	tw_mkdirs(ref);
+	tw_runl(&c, "cp", "-a", src, ref, (char *)NULL);
+	T_ASSERT(c.status == 0, "cp -a: %s", c.err);
+	tw_run_free(&c);
+	tw_expect_copy(tw_fmt("%s/rr-src", ref), tw_fmt("%s/rr-src", dst), cpa_flags() & ~TW_ATIME,
+		       "after changes");
+	tw_runl(&r, BFO_CLI, "cp", "-a", "--stats", "--replace", src, dst, (char *)NULL);
+	TW_CHECK(r.status == 0 && stat_of(r.err, " files,") == files + 1,
+		 "[--replace] exit %d, expected %d files: %s", r.status, files + 1, r.err);
+	tw_run_free(&r);
+	tw_expect_copy(tw_fmt("%s/rr-src", ref), tw_fmt("%s/rr-src", dst), cpa_flags() & ~TW_ATIME,
+		       "--replace");
+	t_sh("rm -rf '%s' '%s' '%s'", src, dst, ref);
+	free(src);
+	free(dst);
+	free(ref);
+	free(f);
+	t_log("rsync's destination rule (compared with rsync -aHX --atimes); reruns copy nothing; "
+	      "changes copied (compared with cp -a)");
 	tw_checks_end();
 }
 
@@ -430,7 +599,7 @@ static void scenario_noregular(void *arg)
 	for (int k = 0; k < 2; k++) {
 		const char *src = k ? s2 : s1;
 		char *dst = t_pathf("%s-bfo", src), *ref = t_pathf("%s-cp", src);
-		const char *a[] = { "-a", src, dst, NULL };
+		const char *a[] = { "-a", tw_fmt("%s/", src), dst, NULL };
 
 		bfo_cp(&r, (uid_t)-1, a);
 		TW_CHECK(r.status == 0 && r.err_len == 0, "[%s] exit %d, stderr: %s",
@@ -467,7 +636,7 @@ static void scenario_biglinks(void *arg)
 	tw_gen_times(tw_fmt("%s/x", src), 2);
 	tw_gen_times(tw_fmt("%s/y", src), 3);
 	tw_gen_times(src, 4);
-	const char *a[] = { "-a", src, dst, NULL };
+	const char *a[] = { "-a", tw_fmt("%s/", src), dst, NULL };
 
 	bfo_cp(&r, (uid_t)-1, a);
 	TW_CHECK(r.status == 0 && r.err_len == 0, "[hard links to a 40 MiB file] exit %d, stderr: %s",
@@ -564,6 +733,9 @@ static void scenario_cancel(void *arg)
 
 	TW_CHECK(!began || status == 130, "bfo cp interrupted by SIGINT inside a batch: exit %d, expected 130",
 		 status);
+	/* bfo cp replaces the pre-existing files that differ: each is then
+	 * its old or its new version, whole */
+	tw_input_replaceable(in, true);
 	tw_input_check(in, d3, "src/", pre, "bfo cp interrupted by SIGINT", &present);
 	t_log("cancel (SIGINT): exit %d, %d complete in the copy, nothing torn", status, present);
 	tw_snap_free(pre);
@@ -759,6 +931,7 @@ int main(void)
 	t_subtest("dot sources", 60, scenario_dots, &v);
 	t_subtest("exit codes", 120, scenario_exit, &v);
 	t_subtest("recursive", 120, scenario_recursive, &v);
+	t_subtest("rerun", 300, scenario_rerun, &v);
 	t_subtest("no regular files", 60, scenario_noregular, &v);
 	t_subtest("hard links in pieces", 120, scenario_biglinks, &v);
 	t_subtest("cancel", 120, scenario_cancel, &v);

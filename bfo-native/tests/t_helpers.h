@@ -59,7 +59,8 @@ void t_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * Run fn(arg) in a child process with its own watchdog of `seconds`, so a
  * hang or a crash in one configuration is reported and the others still
  * run.  Returns true when it passed (a skip, exit 77, counts as passed and
- * is logged).  t_done() fails the test if any sub-test failed.
+ * is logged).  t_done() fails the test if any sub-test failed.  With
+ * BFO_TEST_ONLY=NAME[,NAME...] in the environment only those sub-tests run.
  */
 bool t_subtest(const char *name, unsigned seconds, void (*fn)(void *arg), void *arg);
 /* Log PASS, or fail naming the sub-tests that failed. */

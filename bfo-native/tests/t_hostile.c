@@ -400,7 +400,8 @@ static void scenario_live(void *arg)
 			t_write_random(tw_fmt("%s/d%02d/f%03d", src, d, i), 3000, (uint64_t)(d * 1000 + i));
 	}
 	T_EQ(t_sh("cp -a '%s' '%s'", src, ref), 0);
-	char *argv[] = { (char *)BFO_CLI, "cp", "-a", src, dst, NULL };
+	char *srcc = t_pathf("%s/", src);     /* its contents: DST is the copy */
+	char *argv[] = { (char *)BFO_CLI, "cp", "-a", srcc, dst, NULL };
 	char *out = t_path(base, "live-out");
 	pid_t pid = tw_spawn(argv, NULL, out);
 
@@ -430,6 +431,7 @@ static void scenario_live(void *arg)
 		 "the copy differs from cp -a's (atime aside: cp -a read the source first): %s", msg);
 	TW_CHECK(tw_leftovers(dst, true, msg, sizeof(msg)) == 0, "leftovers: %s", msg);
 	free(src);
+	free(srcc);
 	free(dst);
 	free(ref);
 	free(out);

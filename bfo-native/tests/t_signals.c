@@ -56,7 +56,8 @@
 #define BOUND_S 20
 
 static const char *bfo = BFO_CLI;
-static char *src, *tarfile, *streamfile, *rsh, *outf, *errf, *dst, *dst2;
+/* srcc: "SRC/", its contents (rsync's rule: DST is then the copy) */
+static char *src, *srcc, *tarfile, *streamfile, *rsh, *outf, *errf, *dst, *dst2;
 static uint64_t seed;
 
 /* ------------------------------------------------------------ the sums */
@@ -249,15 +250,15 @@ static pid_t start_front(enum front f)
 		return start(a, NULL);
 	}
 	case F_CP: {
-		char *a[] = { (char *)bfo, "cp", "-a", src, dst, NULL };
+		char *a[] = { (char *)bfo, "cp", "-a", srcc, dst, NULL };
 		return start(a, NULL);
 	}
 	case F_CP_HOST: {
-		char *a[] = { (char *)bfo, "cp", "-a", "--rsh", rsh, "--remote-bfo", (char *)bfo, src, host_dst, NULL };
+		char *a[] = { (char *)bfo, "cp", "-a", "--rsh", rsh, "--remote-bfo", (char *)bfo, srcc, host_dst, NULL };
 		return start(a, NULL);
 	}
 	case F_SEND: {
-		char *a[] = { (char *)bfo, "send", "-a", src, NULL };
+		char *a[] = { (char *)bfo, "send", "-a", srcc, NULL };
 		return start(a, NULL);
 	}
 	case F_RECV: {
@@ -469,6 +470,7 @@ int main(void)
 	umask(022);
 	tmp = t_tmpdir();
 	src = t_path(tmp, "src");
+	srcc = t_pathf("%s/", src);
 	dst = t_path(tmp, "dst");
 	dst2 = t_path(tmp, "dst2");
 	outf = t_path(tmp, "out");
@@ -494,7 +496,7 @@ int main(void)
 	load_sums();
 	T_ASSERT(nsums == NFILES, "%zu files in the source", nsums);
 	T_ASSERT(t_sh("tar -C '%s' -cf '%s' .", src, tarfile) == 0, "tar -cf");
-	T_ASSERT(t_sh("'%s' send -a '%s' > '%s'", bfo, src, streamfile) == 0, "bfo send");
+	T_ASSERT(t_sh("'%s' send -a '%s' > '%s'", bfo, srcc, streamfile) == 0, "bfo send");
 	t_log("source: %zu files on %s", nsums, tw_fstype(tmp));
 
 	run_stalled();

@@ -19,14 +19,17 @@
  *  - pull: `bfo cp -a 127.0.0.1:SRC DIR2` (no USER@), the same checks.
  *  - quoting for the remote shell: a source and destinations whose names
  *    hold a space, a single and a double quote, a `$`, a backquote and a
- *    `;`, both ways, onto new names (cp's other destination rule): equal to
- *    cp -a.
+ *    `;`, both ways, SRC/ onto new names (the contents: rsync's rule): equal
+ *    to cp -a.
  *  - --update: after one source file changed (content, size, mtime) and
  *    one was added, the same push and pull commands with --update --stats
  *    exit 0, the copies equal a fresh cp -a of the source, the one stats
  *    line that counts skips (the receiver's) says every other regular file
  *    (counted in the tree, hard links once) was skipped, and a skipped
  *    file is still the same inode.
+ *  - a rerun with nothing changed (push and pull, --delete -v): nothing
+ *    on stdout, the summary says 0 files sent (0 B) and 0 deleted, the
+ *    copies unchanged (a snapshot).
  *  - --remote-bfo /nonexistent/bfo: exit 2, a message naming --remote-bfo,
  *    nothing written (both ways).
  *  - a closed port: exit 2, "could not reach", nothing written (both ways).
@@ -309,7 +312,8 @@ static void scenario_quoting(void *arg)
 	tw_gen_times(src, 5);
 	cp_a(src, ref);
 
-	const char *a1[] = { "-a", src, tw_fmt("root@%s:%s", HOST, pushed), NULL };
+	/* SRC/: its contents, onto a new name (rsync's rule) */
+	const char *a1[] = { "-a", tw_fmt("%s/", src), tw_fmt("root@%s:%s", HOST, pushed), NULL };
 
 	bfo_cp(v, &r, a1);
 	TW_CHECK(r.status == 0 && r.err_len == 0, "[push, odd names] exit %d, stderr: %s", r.status, r.err);
@@ -317,7 +321,7 @@ static void scenario_quoting(void *arg)
 	TW_CHECK(tw_exists(pushed), "[push, odd names] no %s", tw_esc(pushed));
 	tw_expect_copy(ref, pushed, TW_CP_A | TW_TOP, "push, odd names");
 
-	const char *a2[] = { "-a", tw_fmt("%s:%s", HOST, src), pulled, NULL };
+	const char *a2[] = { "-a", tw_fmt("%s:%s/", HOST, src), pulled, NULL };
 
 	bfo_cp(v, &r, a2);
 	TW_CHECK(r.status == 0 && r.err_len == 0, "[pull, odd names] exit %d, stderr: %s", r.status, r.err);
@@ -370,6 +374,12 @@ static long stats_skipped(const char *err, const char *what)
 		const char *nl = strchr(l, '\n'), *end = nl ? nl : l + strlen(l);
 		int len = (int)(end - l);
 		const char *s = memmem(l, (size_t)(end - l), " skipped in ", 12);
+
+		/* (the summary lines: "N files copied (...), N skipped, N deleted") */
+		if (memmem(l, (size_t)(end - l), " deleted", 8)) {
+			l = nl ? nl + 1 : end;
+			continue;
+		}
 
 		/* each side's line (the far send's too, pulling), and under a
 		 * reading side's its read engines' */
@@ -449,6 +459,43 @@ static void scenario_update(void *arg)
 	free(ref2);
 	free(changed);
 	free(added);
+	tw_checks_end();
+}
+
+/* Nothing changed since the update: the same commands again send no file
+ * and no file data (the list and the wants alone cross), delete nothing
+ * (--delete) and touch nothing. */
+static void scenario_rerun(void *arg)
+{
+	const struct env *v = arg;
+	char *push = t_path(v->tmp, "push"), *pull = t_path(v->tmp, "pull");
+	char *rpush = t_pathf("root@%s:%s", HOST, push), *rsrc = t_pathf("%s:%s", HOST, v->src);
+	char msg[4096];
+	struct tw_run r;
+
+	T_ASSERT(tw_exists(tw_fmt("%s/src", push)) && tw_exists(tw_fmt("%s/src", pull)),
+		 "the push and pull copies are missing (their sub-tests failed)");
+	for (int k = 0; k < 2; k++) {
+		const char *dir = k ? pull : push, *what = k ? "pull" : "push";
+		const char *a[] = { "-a", "--delete", "-v", k ? rsrc : v->src, k ? pull : rpush, NULL };
+		struct tw_snap *snap = tw_snapshot(dir);
+		const char *sum;
+
+		bfo_cp(v, &r, a);
+		sum = strstr(r.err, k ? " files written (" : " files sent (");
+		TW_CHECK(r.status == 0 && r.out_len == 0 && sum && sum[-1] == '0' && !strncmp(strchr(sum, '('), "(0 B)", 5) &&
+			 strstr(r.err, " 0 deleted"), "[%s again, nothing changed] exit %d, stdout: %s, stderr: %s",
+			 what, r.status, r.out, r.err);
+		TW_CHECK(tw_snap_diff(snap, dir, false, msg, sizeof(msg)) == 0,
+			 "[%s again, nothing changed] the copy changed: %s", what, msg);
+		t_log("%s again, nothing changed: %.*s", what, (int)strcspn(r.err, "\n"), r.err);
+		tw_snap_free(snap);
+		tw_run_free(&r);
+	}
+	free(push);
+	free(pull);
+	free(rpush);
+	free(rsrc);
 	tw_checks_end();
 }
 
@@ -625,6 +672,7 @@ int main(void)
 	t_subtest("pull", 120, scenario_pull, &v);
 	t_subtest("quoting", 60, scenario_quoting, &v);
 	t_subtest("update", 120, scenario_update, &v);
+	t_subtest("rerun", 120, scenario_rerun, &v);
 	t_subtest("no remote bfo", 60, scenario_no_remote_bfo, &v);
 	t_subtest("unreachable", 60, scenario_unreachable, &v);
 	t_subtest("ssh killed", 120, scenario_kill_ssh, &v);

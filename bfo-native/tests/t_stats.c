@@ -252,7 +252,8 @@ int main(void)
 	 * large_file is the default (16 MiB): one file above it. */
 	{
 		char *big = t_pathf("%s/b/big", dir);
-		char *argv[] = { (char *)bfo, "cp", "-a", "--stats", "--no-progress", dir, cpdir, NULL };
+		char *dirc = t_pathf("%s/", dir);   /* its contents: cpdir is the copy (rsync's rule) */
+		char *argv[] = { (char *)bfo, "cp", "-a", "--stats", "--no-progress", dirc, cpdir, NULL };
 		char *diff[] = { "diff", "-r", dir, cpdir, NULL };
 		struct tw_run d;
 
@@ -278,6 +279,7 @@ int main(void)
 		T_EQ(engine_sum(strstr(r.err, "  read: files by engine: ")), x.files + 1);
 		tw_run_free(&r);
 		free(big);
+		free(dirc);
 	}
 	free(dir);
 	free(cpdir);

@@ -839,6 +839,18 @@ void tw_snap_free(struct tw_snap *s)
 	free(s);
 }
 
+/* rel is no longer expected as it was (it was replaced as it may be). */
+static void snap_forget(struct tw_snap *s, const char *rel)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->e[i].rel, rel)) {
+			free(s->e[i].rel);
+			memmove(&s->e[i], &s->e[i + 1], (s->n - i - 1) * sizeof(s->e[0]));
+			s->n--;
+			return;
+		}
+}
+
 int tw_snap_diff(const struct tw_snap *s, const char *root, bool allow_new, char *msg, size_t len)
 {
 	struct tw_snap *now = tw_snapshot(root);
@@ -1150,7 +1162,13 @@ struct tw_input {
 	int n;
 	uint64_t maxsize;
 	char *stream, *src;
+	bool replaceable;       /* pre-existing files may be replaced whole */
 };
+
+void tw_input_replaceable(struct tw_input *in, bool on)
+{
+	in->replaceable = on;
+}
 
 #define IN_DIRS 24
 
@@ -1309,7 +1327,7 @@ static int stray_cb(const char *p, const struct stat *st, int flag, struct FTW *
 }
 
 int tw_input_check(const struct tw_input *in, const char *dir, const char *prefix,
-		   const struct tw_snap *pre, const char *what, int *present)
+		   struct tw_snap *pre, const char *what, int *present)
 {
 	int bad = 0, rfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	uint8_t *buf = malloc(in->maxsize);
@@ -1323,8 +1341,20 @@ int tw_input_check(const struct tw_input *in, const char *dir, const char *prefi
 		const char *rel = tw_fmt("%s%s", prefix, it->rel);
 		struct stat st;
 
-		if (it->pre)
+		if (it->pre && !in->replaceable)
 			continue;           /* checked with the snapshot */
+		if (it->pre) {
+			/* the old file (the snapshot says so) or the new one whole */
+			t_fill_random(buf, it->size, it->seed);
+			if (!it->symlink && fstatat(rfd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    tw_file_check(rfd, rel, buf, it->size, why, sizeof(why)) == 0 &&
+			    (st.st_mode & 07777) == it->mode && st.st_mtim.tv_sec == it->mtime &&
+			    (uint32_t)st.st_mtim.tv_nsec == it->mtime_ns) {
+				(*present)++;
+				snap_forget(pre, rel);
+			}
+			continue;
+		}
 		if (fstatat(rfd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 			if (errno != ENOENT) {
 				TW_CHECK(0, "[%s] %s: %s", what, rel, strerror(errno));

@@ -222,7 +222,11 @@ void tw_input_pre_create(const struct tw_input *in, const char *dir, const char 
  * the number of input entries found.
  */
 int tw_input_check(const struct tw_input *in, const char *dir, const char *prefix,
-		   const struct tw_snap *pre, const char *what, int *present);
+		   struct tw_snap *pre, const char *what, int *present);
+/* From now on tw_input_check also accepts a pre-existing input file
+ * replaced by its new version, complete (bfo cp replaces what differs);
+ * such files are dropped from the snapshot it is given. */
+void tw_input_replaceable(struct tw_input *in, bool on);
 void tw_input_free(struct tw_input *in);
 
 /* Manifests (*.m) in root/.bfo-journal; the first one's path in first. */

@@ -128,13 +128,31 @@ const struct cli_cmd cli_cmd_plan = {
 #define ROW_REPLACE { .name = "replace", .letter = 'f', \
 	.help = "replace existing files (default: an existing file is an error)" }
 #define ROW_UPDATE { .name = "update", .letter = 'u', .help = \
-	"leave files whose copy has the same size and mtime, replace the others" }
+	"leave files whose copy has the same size and mtime, replace the others (the default)" }
 #define ROW_CHECKSUM { .name = "checksum", .letter = 'c', \
-	.help = "with --update: compare contents instead of size and mtime" }
+	.help = "compare contents instead of mtime (with the size)" }
+#define ROW_REPLACE_ALL { .name = "replace", .letter = 'f', \
+	.help = "replace every file, whether its copy differs or not" }
 #define ROW_WENGINE { .name = "write-engine", .arg = "ENGINE", .values = cli_wengines, .help = \
 	"how files are written (default auto: stem where reflinks work, else batched)" }
 #define ROW_STATS { .name = "stats", \
 	.help = "print what ran on stderr: files, bytes, engines, batches" }
+#define ROW_DELETE { .name = "delete", .help = \
+	"delete what the copy has and SRC does not, once the copy is durable (as rsync --delete)" }
+#define ROW_DRY_RUN { .name = "dry-run", .letter = 'n', \
+	.help = "print what would be copied and deleted; change nothing" }
+#define ROW_EXCLUDE { .name = "exclude", .arg = "PATTERN", .help = \
+	"leave out what matches PATTERN (rsync's rules: /anchored, dir/, *, **); repeatable" }
+#define ROW_INCLUDE { .name = "include", .arg = "PATTERN", .help = \
+	"keep what matches PATTERN despite a later --exclude (the first rule that matches decides)" }
+#define ROW_COMPRESS { .name = "compress", .letter = 'z', \
+	.help = "compress the stream between machines (zstd)" }
+#define ROW_COMPRESS_LEVEL { .name = "compress-level", .arg = "N", \
+	.help = "zstd level for -z, 1 to 19 (default 3)" }
+#define ROW_VERBOSE { .name = "verbose", .letter = 'v', .help = \
+	"print each entry copied and deleted on stdout, and a summary line on stderr" }
+#define ROW_SERVER { .name = "server", .help = \
+	"the far side of bfo cp HOST: (which runs it so): answer through the other standard stream" }
 #define ROW_PROGRESS { .name = "progress", \
 	.help = "show progress on stderr (default: when it is a terminal)" }
 #define ROW_NOPROGRESS { .name = "no-progress", .help = "show no progress" }
@@ -144,7 +162,7 @@ static const struct cli_opt cp_opts[CO_N] = {
 	[CO_ARCHIVE] = ROW_ARCHIVE,
 	[CO_RECURSIVE] = ROW_RECURSIVE,
 	[CO_DURABILITY] = ROW_DURABILITY("bfo cp"),
-	[CO_REPLACE] = ROW_REPLACE,
+	[CO_REPLACE] = ROW_REPLACE_ALL,
 	[CO_UPDATE] = ROW_UPDATE,
 	[CO_CHECKSUM] = ROW_CHECKSUM,
 	[CO_WENGINE] = ROW_WENGINE,
@@ -152,6 +170,13 @@ static const struct cli_opt cp_opts[CO_N] = {
 		.help = "remote shell for HOST: arguments (default ssh), as rsync's -e" },
 	[CO_REMOTE_BFO] = { .name = "remote-bfo", .arg = "PATH",
 		.help = "the bfo to run on HOST (default bfo on its PATH), as rsync's --rsync-path" },
+	[CO_DELETE] = ROW_DELETE,
+	[CO_DRY_RUN] = ROW_DRY_RUN,
+	[CO_EXCLUDE] = ROW_EXCLUDE,
+	[CO_INCLUDE] = ROW_INCLUDE,
+	[CO_COMPRESS] = ROW_COMPRESS,
+	[CO_COMPRESS_LEVEL] = ROW_COMPRESS_LEVEL,
+	[CO_VERBOSE] = ROW_VERBOSE,
 	[CO_STATS] = ROW_STATS,
 	[CO_PROGRESS] = ROW_PROGRESS,
 	[CO_NOPROGRESS] = ROW_NOPROGRESS,
@@ -173,10 +198,12 @@ const struct cli_cmd cli_cmd_cp = {
 	"one syncfs (--durability). After a crash, bfo recover DST leaves every file of an "
 	"unfinished batch complete or absent, never torn.\n"
 	"\n"
-	"As cp: DST is created as the copy of a single SRC when it does not exist; when it is a "
-	"directory, each SRC is copied into it; SRC/. copies the contents of SRC. An existing "
-	"destination file is an error unless --replace or --update (which makes the same "
-	"command, run again, finish an interrupted copy).\n"
+	"Where the copy goes is rsync's rule: a directory SRC is copied to DST/SRC whether DST "
+	"exists or not (DST is made when missing); SRC/ (or SRC/.) copies the contents of SRC into "
+	"DST; a file goes to DST, or into DST when DST is a directory or ends with '/'. So the same "
+	"command run twice copies to the same place, and the second run copies nothing: a file "
+	"whose copy has the same size and mtime (and mode and owner) is left as it is, any other "
+	"is replaced atomically (rsync's quick check).\n"
 	"\n"
 	"A HOST: argument (a colon before any slash, as rsync) copies between machines: bfo runs "
 	"'bfo recv' (or 'bfo send') on HOST through the remote shell and streams the batches to "
@@ -188,6 +215,14 @@ const struct cli_cmd cli_cmd_cp = {
 static const struct cli_opt send_opts[CO_N] = {
 	[CO_ARCHIVE] = ROW_ARCHIVE,
 	[CO_RECURSIVE] = ROW_RECURSIVE,
+	[CO_CHECKSUM] = { .name = "checksum", .letter = 'c', .help =
+		"hash the files' contents into the list (with --server: the receiver compares them)" },
+	[CO_EXCLUDE] = ROW_EXCLUDE,
+	[CO_INCLUDE] = ROW_INCLUDE,
+	[CO_COMPRESS] = ROW_COMPRESS,
+	[CO_COMPRESS_LEVEL] = ROW_COMPRESS_LEVEL,
+	[CO_VERBOSE] = ROW_VERBOSE,
+	[CO_SERVER] = ROW_SERVER,
 	[CO_STATS] = ROW_STATS,
 	[CO_PROGRESS] = ROW_PROGRESS,
 	[CO_NOPROGRESS] = ROW_NOPROGRESS,
@@ -202,7 +237,9 @@ const struct cli_cmd cli_cmd_send = {
 	"Reads the SRCs as bfo cp does and writes their batches as frames of a stream to stdout, "
 	"for bfo recv on any transport that carries bytes (ssh, a pipe, kubectl exec, nc):\n"
 	"\n"
-	"  bfo send -a SRC | ssh HOST bfo recv -a DST",
+	"  bfo send -a SRC | ssh HOST bfo recv -a DST\n"
+	"\n"
+	"SRC/ sends the contents of SRC, as bfo cp copies them.",
 	send_opts, CO_N,
 };
 
@@ -210,10 +247,16 @@ static const struct cli_opt recv_opts[CO_N] = {
 	[CO_ARCHIVE] = ROW_ARCHIVE,
 	[CO_RECURSIVE] = ROW_RECURSIVE,
 	[CO_DURABILITY] = ROW_DURABILITY("bfo recv"),
-	[CO_REPLACE] = ROW_REPLACE,
+	[CO_REPLACE] = ROW_REPLACE_ALL,
 	[CO_UPDATE] = ROW_UPDATE,
 	[CO_CHECKSUM] = ROW_CHECKSUM,
 	[CO_WENGINE] = ROW_WENGINE,
+	[CO_DELETE] = ROW_DELETE,
+	[CO_DRY_RUN] = ROW_DRY_RUN,
+	[CO_EXCLUDE] = ROW_EXCLUDE,
+	[CO_INCLUDE] = ROW_INCLUDE,
+	[CO_VERBOSE] = ROW_VERBOSE,
+	[CO_SERVER] = ROW_SERVER,
 	[CO_STATS] = ROW_STATS,
 	[CO_PROGRESS] = ROW_PROGRESS,
 	[CO_NOPROGRESS] = ROW_NOPROGRESS,
@@ -226,7 +269,8 @@ const struct cli_cmd cli_cmd_recv = {
 	"recv", "write a stream of bfo send from stdin under DST (the receiving half of bfo cp HOST:)",
 	recv_usage,
 	"Reads the stream bfo send writes and writes its files under DST with the batch writer, "
-	"by the rules of a local bfo cp to DST, each batch journalled and made durable as "
+	"by the rules of a local bfo cp to DST (rsync's rule for where the copy goes, the quick "
+	"check for what it leaves alone), each batch journalled and made durable as "
 	"--durability says. bfo recover DST runs first.",
 	recv_opts, CO_N,
 };

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * bfo cp: the copier (bfo_copier_*, src/copy.c) with cp's command line;
+ * bfo cp: the copier (bfo_copier_*, src/copy.c) with cp's command line and
+ * rsync's rules for where the copy goes and what it leaves alone;
  * with a [USER@]HOST:PATH source or destination, the far side runs bfo
  * recv or bfo send through a remote shell, as rsync runs its own.
  */
@@ -34,22 +35,33 @@ static int parse_args(int argc, char **argv, struct cp_args *a)
 
 	*a = (struct cp_args){ .rsh = "ssh", .remote_bfo = "bfo" };
 	copy_args_init(&a->c);
+	/* rsync's destination rule and quick check: a rerun converges */
+	a->c.flags |= BFO_COPY_UPDATE | BFO_COPY_INTO;
 	cli_parse_init(&p, &cli_cmd_cp, argc, argv);
 	while ((k = cli_parse_next(&p)) >= 0) {
-		if (copy_args_opt(&a->c, k, p.choice))
+		int r = copy_args_opt(&a->c, k, p.arg, p.choice);
+
+		if (r < 0) {
+			copy_args_free(&a->c);
+			return cli_bad_value(&p);
+		}
+		if (r)
 			continue;
 		switch (k) {
 		case CO_RSH: a->rsh = p.arg; break;
 		case CO_REMOTE_BFO: a->remote_bfo = p.arg; break;
 		}
 	}
-	if (k == CLI_STOP)
+	if (k == CLI_STOP) {
+		copy_args_free(&a->c);
 		return p.status;
+	}
 	if (argc - optind < 2)
 		return cli_usage_error(&cli_cmd_cp, argc == optind ? "no SRC and DST given" :
 				       "no DST given (SRC... DST)");
-	if ((a->c.flags & BFO_COPY_CHECKSUM) && !(a->c.flags & BFO_COPY_UPDATE))
-		return cli_usage_error(&cli_cmd_cp, "--checksum goes with --update");
+	if (copy_ui_modes(&a->c))
+		return cli_usage_error(&cli_cmd_cp, "--checksum compares what is there, --replace "
+				       "replaces it: one or the other");
 	a->srcs = argv + optind;
 	a->nsrcs = (unsigned)(argc - optind - 1);
 	a->dst = argv[argc - 1];
@@ -60,8 +72,16 @@ static int make_copier(struct cp_args *a, struct copy_ui *ui, struct bfo_copier 
 {
 	int ret = bfo_copier_create(c, NULL, &a->c.wo, a->c.flags, &ui->cb);
 
-	if (ret)
+	if (ret) {
 		fprintf(stderr, "bfo: cp: %s\n", bfo_strerror(ret));
+		return ret;
+	}
+	ui->dry = a->c.flags & BFO_COPY_DRY_RUN;
+	ret = copy_args_apply(&a->c, *c, "cp", stdout);
+	if (ret) {
+		bfo_copier_destroy(*c);
+		*c = NULL;
+	}
 	return ret;
 }
 
@@ -79,7 +99,7 @@ static int copy_local(struct cp_args *a)
 	copy_ui_running(NULL);
 	if (ret < 0 && ret != -ECANCELED)
 		cli_dest_error("cp", a->dst, ret);
-	copy_ui_end(&ui, c, a->c.stats);
+	copy_ui_end(&ui, c, a->c.stats, a->c.verbose || (a->c.flags & BFO_COPY_DRY_RUN));
 	bfo_copier_destroy(c);
 	return copy_ui_exit(ret);
 }
@@ -88,17 +108,40 @@ static int copy_local(struct cp_args *a)
  * send; then "--" and the paths. */
 static char **far_argv(const struct cp_args *a, bool recv, const char *const *paths, unsigned n)
 {
-	char **v = calloc(n + 16, sizeof(*v));
+	char **v = calloc(n + 24 + 2 * (size_t)a->c.nfilters, sizeof(*v));
 	unsigned k = 0;
 
 	if (!v)
 		return NULL;
 	v[k++] = (char *)a->remote_bfo;
 	v[k++] = recv ? "recv" : "send";
+	/* it answers (or hears) on its other standard stream */
+	v[k++] = "--server";
 	if (a->c.flags & BFO_COPY_ARCHIVE)
 		v[k++] = "-a";
+	/* the sender lists by the rules, the receiver keeps from deleting
+	 * what they exclude */
+	for (unsigned i = 0; i < a->c.nfilters; i++) {
+		v[k++] = a->c.filters[i][0] == '-' ? "--exclude" : "--include";
+		v[k++] = (char *)a->c.filters[i] + 2;
+	}
+	if (!recv) {
+		if (a->c.flags & BFO_COPY_CHECKSUM)
+			v[k++] = "--checksum";
+		if (a->c.compress) {
+			static char level[16];
+
+			snprintf(level, sizeof(level), "%d", a->c.level ? a->c.level : 3);
+			v[k++] = "--compress-level";
+			v[k++] = level;
+		}
+	}
 	if (recv) {
-		if (a->c.wo.flags & BFO_WRITE_REPLACE)
+		if (a->c.flags & BFO_COPY_DELETE)
+			v[k++] = "--delete";
+		if (a->c.flags & BFO_COPY_DRY_RUN)
+			v[k++] = "--dry-run";
+		if (a->c.flags & BFO_COPY_REPLACE)
 			v[k++] = "--replace";
 		if (a->c.flags & BFO_COPY_UPDATE)
 			v[k++] = "--update";
@@ -127,7 +170,7 @@ static char **far_argv(const struct cp_args *a, bool recv, const char *const *pa
 static int copy_remote(struct cp_args *a, struct remote_arg *hosts, bool to_remote)
 {
 	const char **paths = calloc(a->nsrcs, sizeof(*paths));
-	struct remote r = { .fd = -1 };
+	struct remote r = { .fd = -1, .reply = -1 };
 	struct copy_ui ui;
 	struct bfo_copier *c = NULL;
 	char **v = NULL;
@@ -151,12 +194,12 @@ static int copy_remote(struct cp_args *a, struct remote_arg *hosts, bool to_remo
 	}
 	signal(SIGPIPE, SIG_IGN);         /* a receiver gone is -EPIPE, said below */
 	copy_ui_running(c);
-	ret = to_remote ? bfo_copier_send(c, paths, a->nsrcs, r.fd) :
-			  bfo_copier_recv(c, r.fd, a->dst);
+	ret = to_remote ? bfo_copier_send_duplex(c, paths, a->nsrcs, r.fd, r.reply) :
+			  bfo_copier_recv_duplex(c, r.fd, r.reply, a->dst);
 	copy_ui_running(NULL);
 	if (ret < 0 && ret != -ECANCELED && ret != -EPIPE && !to_remote)
 		cli_dest_error("cp", a->dst, ret);
-	copy_ui_end(&ui, c, a->c.stats);
+	copy_ui_end(&ui, c, a->c.stats, a->c.verbose || (a->c.flags & BFO_COPY_DRY_RUN));
 	local = ret == -EPIPE ? CLI_EXIT_SOME_FAILED : copy_ui_exit(ret);
 	far = remote_finish(&r, "cp", a->rsh, a->remote_bfo, cli_signal != 0);
 	if (far == CLI_EXIT_SOME_FAILED && (ret == -EPIPE || ret == -ENODATA))
@@ -182,7 +225,17 @@ int cmd_cp(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	for (unsigned i = 0; i <= a.nsrcs; i++)
 		nremote += remote_parse(i < a.nsrcs ? a.srcs[i] : a.dst, &h[i]);
-	if (!nremote) {
+	/* Local sources: rsync's SRC/ is the copier's SRC/. (remote ones:
+	 * the far bfo send does the same). */
+	bool local_srcs = !nremote || h[a.nsrcs].host;
+	char **orig = a.srcs, **mapped = local_srcs ? copy_ui_sources(a.srcs, a.nsrcs) : NULL;
+
+	if (mapped)
+		a.srcs = mapped;
+	if (local_srcs && !mapped) {
+		fprintf(stderr, "bfo: cp: %s\n", bfo_strerror(-ENOMEM));
+		ret = CLI_EXIT_USAGE;
+	} else if (!nremote) {
 		ret = copy_local(&a);
 	} else if (h[a.nsrcs].host && nremote > 1) {
 		fprintf(stderr, "bfo: cp: the sources and the destination cannot both be remote\n");
@@ -202,5 +255,7 @@ int cmd_cp(int argc, char **argv)
 	for (unsigned i = 0; i <= a.nsrcs; i++)
 		free(h[i].host);
 	free(h);
+	copy_ui_sources_free(mapped, orig, a.nsrcs);
+	copy_args_free(&a.c);
 	return ret;
 }

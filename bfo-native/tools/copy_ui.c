@@ -3,6 +3,9 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli_opts.h"
 #include "copy_ui.h"
@@ -12,20 +15,92 @@ void copy_args_init(struct copy_args *a)
 	*a = (struct copy_args){ .wo = { .size = sizeof(a->wo) }, .progress = -1 };
 }
 
-bool copy_args_opt(struct copy_args *a, int opt, int choice)
+/* A filter rule "- PATTERN" or "+ PATTERN" onto a's list. */
+static int add_rule(struct copy_args *a, char sign, const char *pattern)
 {
-	if (cli_write_opt(opt, choice, &a->wo))
-		return true;
-	switch (opt) {
-	case CO_ARCHIVE: a->flags |= BFO_COPY_ARCHIVE; return true;
-	case CO_RECURSIVE: return true;
-	case CO_UPDATE: a->flags |= BFO_COPY_UPDATE; return true;
-	case CO_CHECKSUM: a->flags |= BFO_COPY_CHECKSUM; return true;
-	case CO_STATS: a->stats = true; return true;
-	case CO_PROGRESS: a->progress = 1; return true;
-	case CO_NOPROGRESS: a->progress = 0; return true;
+	const char **v;
+	char *r;
+
+	if (a->nfilters >= COPY_FILTERS_MAX || !*pattern)
+		return -1;
+	v = realloc(a->filters, (a->nfilters + 2) * sizeof(*v));
+	if (!v || asprintf(&r, "%c %s", sign, pattern) < 0) {
+		if (v)
+			a->filters = v;
+		return -1;
 	}
-	return false;
+	a->filters = v;
+	v[a->nfilters++] = r;
+	v[a->nfilters] = NULL;
+	return 0;
+}
+
+int copy_args_opt(struct copy_args *a, int opt, const char *arg, int choice)
+{
+	char *end;
+	long l;
+
+	if (cli_write_opt(opt, choice, &a->wo))
+		return 1;
+	switch (opt) {
+	case CO_ARCHIVE: a->flags |= BFO_COPY_ARCHIVE; return 1;
+	case CO_RECURSIVE: return 1;
+	case CO_UPDATE: a->flags |= BFO_COPY_UPDATE; return 1;
+	case CO_CHECKSUM: a->flags |= BFO_COPY_CHECKSUM; return 1;
+	case CO_DELETE: a->flags |= BFO_COPY_DELETE; return 1;
+	case CO_DRY_RUN: a->flags |= BFO_COPY_DRY_RUN; return 1;
+	case CO_EXCLUDE: return add_rule(a, '-', arg) ? -1 : 1;
+	case CO_INCLUDE: return add_rule(a, '+', arg) ? -1 : 1;
+	case CO_COMPRESS: a->compress = true; return 1;
+	case CO_COMPRESS_LEVEL:
+		l = strtol(arg, &end, 10);
+		if (*end || end == arg || l < 1 || l > 19)
+			return -1;
+		a->level = (int)l;
+		a->compress = true;
+		return 1;
+	case CO_VERBOSE: a->verbose = true; return 1;
+	case CO_SERVER: a->server = true; return 1;
+	case CO_STATS: a->stats = true; return 1;
+	case CO_PROGRESS: a->progress = 1; return 1;
+	case CO_NOPROGRESS: a->progress = 0; return 1;
+	}
+	return 0;
+}
+
+void copy_args_free(struct copy_args *a)
+{
+	for (unsigned i = 0; i < a->nfilters; i++)
+		free((char *)a->filters[i]);
+	free(a->filters);
+	a->filters = NULL;
+	a->nfilters = 0;
+}
+
+/* -v and -n: each entry, as rsync -v prints them. */
+static void on_item(void *arg, int what, const char *path)
+{
+	if (what == '-')
+		fprintf(arg, "deleting %s\n", path);
+	else
+		fprintf(arg, "%s\n", path);
+}
+
+int copy_args_apply(const struct copy_args *a, struct bfo_copier *c, const char *cmd, FILE *items)
+{
+	struct bfo_copy_opts o = { .size = sizeof(o), .filters = a->filters,
+				   .compress = a->compress ? (a->level ? a->level : 3) : 0 };
+	int ret;
+
+	if ((a->verbose || (a->flags & BFO_COPY_DRY_RUN)) && items) {
+		o.item = on_item;
+		o.item_arg = items;
+	}
+	ret = bfo_copier_set_opts(c, &o);
+	if (ret)
+		fprintf(stderr, "bfo: %s: %s\n", cmd, ret == -EINVAL ? "a filter rule bfo cannot take" :
+			bfo_strerror(ret));
+	return ret;
 }
 
 static struct bfo_copier *volatile running;
@@ -73,12 +148,50 @@ void copy_ui_running(struct bfo_copier *c)
 		cli_on_signals(on_signal, false);
 }
 
-void copy_ui_end(struct copy_ui *ui, struct bfo_copier *c, bool stats)
+/* A byte count for people: 1.2 MB, 340 kB, 12 B. */
+static const char *human(uint64_t b, char *buf, size_t len)
+{
+	if (b >= 10000000)
+		snprintf(buf, len, "%.1f MB", (double)b / 1e6);
+	else if (b >= 10000)
+		snprintf(buf, len, "%.1f kB", (double)b / 1e3);
+	else
+		snprintf(buf, len, "%" PRIu64 " B", b);
+	return buf;
+}
+
+/* The summary line: files sent (or copied), skipped, deleted; bytes on
+ * the wire; the speed-up against the tree's bytes (rsync's: the tree's
+ * bytes over the bytes that crossed, or here were written). */
+static void summary(const struct copy_ui *ui, const struct bfo_copy_stats *st, bool dry)
+{
+	uint64_t wire = st->wire_sent + st->wire_received;
+	uint64_t moved = wire ? wire : st->bytes;
+	char a[32], b[32], t[32];
+
+	fprintf(stderr, "bfo %s: %s%" PRIu64 " files %s (%s), %" PRIu64 " skipped, %" PRIu64 " deleted",
+		ui->cmd, dry ? "dry run: " : "", st->files, dry ? "to copy" : !ui->writes ? "sent" : wire ? "written" : "copied",
+		human(st->bytes, a, sizeof(a)), st->skipped, st->deleted);
+	if (wire)
+		fprintf(stderr, "; %s on the wire (%s out, %s in)", human(wire, t, sizeof(t)),
+			human(st->wire_sent, a, sizeof(a)), human(st->wire_received, b, sizeof(b)));
+	if (st->tree_bytes && moved)
+		fprintf(stderr, "; tree %s, speed-up %.1f", human(st->tree_bytes, a, sizeof(a)),
+			(double)st->tree_bytes / (double)moved);
+	else if (st->tree_bytes)
+		fprintf(stderr, "; tree %s, none of it moved", human(st->tree_bytes, a, sizeof(a)));
+	fprintf(stderr, "\n");
+}
+
+void copy_ui_end(struct copy_ui *ui, struct bfo_copier *c, bool stats, bool sum)
 {
 	struct bfo_copy_stats st;
 
 	bfo_copier_stats(c, &st);
 	cli_progress_tick(&ui->prog, st.files, st.bytes, true);
+	fflush(stdout);
+	if (sum || stats)
+		summary(ui, &st, ui->dry);
 	if (!stats)
 		return;
 	fprintf(stderr, "bfo %s: %" PRIu64 " files, %" PRIu64 " other entries, %.1f MB, %" PRIu64
@@ -100,6 +213,45 @@ void copy_ui_end(struct copy_ui *ui, struct bfo_copier *c, bool stats)
 
 	if (!bfo_copier_read_stats(c, &rst) && rst.files)
 		cli_print_engines(stderr, "  read: ", &rst);
+}
+
+int copy_ui_modes(struct copy_args *a)
+{
+	if (a->wo.flags & BFO_WRITE_REPLACE) {
+		if (a->flags & BFO_COPY_CHECKSUM)
+			return -1;
+		a->wo.flags &= ~(uint32_t)BFO_WRITE_REPLACE;
+		a->flags = (a->flags & ~(uint32_t)BFO_COPY_UPDATE) | BFO_COPY_REPLACE;
+	}
+	if (a->flags & BFO_COPY_CHECKSUM)
+		a->flags |= BFO_COPY_UPDATE;
+	return 0;
+}
+
+char **copy_ui_sources(char *const *srcs, unsigned n)
+{
+	char **v = calloc(n ? n : 1, sizeof(*v));
+
+	for (unsigned i = 0; v && i < n; i++) {
+		size_t l = strlen(srcs[i]);
+
+		v[i] = srcs[i];
+		if (l && srcs[i][l - 1] == '/' && asprintf(&v[i], "%s.", srcs[i]) < 0)
+			v[i] = NULL;
+		if (!v[i]) {
+			copy_ui_sources_free(v, srcs, i);
+			return NULL;
+		}
+	}
+	return v;
+}
+
+void copy_ui_sources_free(char **srcs, char *const *orig, unsigned n)
+{
+	for (unsigned i = 0; srcs && i < n; i++)
+		if (srcs[i] != orig[i])
+			free(srcs[i]);
+	free(srcs);
 }
 
 int copy_ui_exit(int ret)

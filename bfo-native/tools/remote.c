@@ -108,7 +108,7 @@ int remote_start(struct remote *r, const char *rsh, const char *host, char *cons
 	size_t nw, na = 0;
 	char **words = split_words(rsh, &nw), **full = NULL;
 	posix_spawn_file_actions_t fa;
-	int p[2] = { -1, -1 }, ret = -ENOMEM;
+	int p[2] = { -1, -1 }, q[2] = { -1, -1 }, ret = -ENOMEM;
 
 	if (!words) {
 		fprintf(stderr, "bfo: cp: --rsh '%s': not a command (empty, or a quote left open)\n", rsh);
@@ -124,22 +124,32 @@ int remote_start(struct remote *r, const char *rsh, const char *host, char *cons
 	for (size_t i = 0; i < na; i++)
 		if (!(full[nw + 1 + i] = shell_quote(argv[i])))
 			goto out;
-	if (pipe2(p, O_CLOEXEC) < 0) {
+	/* p: the stream, q: the back channel (the other way) */
+	if (pipe2(p, O_CLOEXEC) < 0 || pipe2(q, O_CLOEXEC) < 0) {
 		ret = -errno;
+		if (p[0] >= 0) {
+			close(p[0]);
+			close(p[1]);
+		}
 		goto out;
 	}
 	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, we_send ? p[0] : p[1], we_send ? 0 : 1);
+	posix_spawn_file_actions_adddup2(&fa, we_send ? p[0] : q[0], 0);
+	posix_spawn_file_actions_adddup2(&fa, we_send ? q[1] : p[1], 1);
 	ret = -posix_spawnp(&r->pid, full[0], &fa, NULL, full, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	if (ret) {
 		fprintf(stderr, "bfo: cp: cannot run '%s': %s\n", full[0], strerror(-ret));
-		close(p[0]);
-		close(p[1]);
+		for (int i = 0; i < 2; i++) {
+			close(p[i]);
+			close(q[i]);
+		}
 		goto out;
 	}
 	close(we_send ? p[0] : p[1]);
+	close(we_send ? q[1] : q[0]);
 	r->fd = we_send ? p[1] : p[0];
+	r->reply = we_send ? q[0] : q[1];
 	r->host = host;
 out:
 	for (size_t i = 0; full && i < na; i++)
@@ -187,7 +197,9 @@ int remote_finish(struct remote *r, const char *cmd, const char *rsh, const char
 
 	if (r->fd >= 0)
 		close(r->fd);
-	r->fd = -1;
+	if (r->reply >= 0)
+		close(r->reply);
+	r->fd = r->reply = -1;
 	st = far_wait(r->pid, cancelled, &termed);
 	if (termed && WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM)
 		return CLI_EXIT_SIGNALED + SIGTERM;   /* ours, not news */

@@ -20,16 +20,19 @@ struct remote_arg {
 };
 bool remote_parse(const char *arg, struct remote_arg *r);
 
-/* A running far side: its pid and our end of its stream. */
+/* A running far side: its pid, our end of its stream and of the back
+ * channel (its stdout when we send, its stdin when we receive). */
 struct remote {
 	pid_t pid;
 	int fd;
+	int reply;
 	const char *host;
 };
 
 /*
  * Start RSH HOST 'ARGV0' 'ARGV1'... (each word quoted for the remote
- * shell) with our end of a pipe as its stdin (we_send) or stdout.  rsh is
+ * shell) with our ends of two pipes as its stdin and stdout: the stream
+ * on its stdin (we_send) or stdout, the back channel on the other.  rsh is
  * split into words as a shell would (quotes, no expansions).  Returns 0,
  * or -errno with the reason on stderr.
  */

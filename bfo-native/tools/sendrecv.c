@@ -30,17 +30,25 @@ static int parse(int argc, char **argv, bool recv, struct sr_args *a)
 	int k;
 
 	copy_args_init(&a->c);
+	if (recv)
+		a->c.flags |= BFO_COPY_UPDATE | BFO_COPY_INTO;   /* as bfo cp */
 	cli_parse_init(&p, cmd, argc, argv);
 	while ((k = cli_parse_next(&p)) >= 0)
-		copy_args_opt(&a->c, k, p.choice);
-	if (k == CLI_STOP)
+		if (copy_args_opt(&a->c, k, p.arg, p.choice) < 0) {
+			copy_args_free(&a->c);
+			return cli_bad_value(&p);
+		}
+	if (k == CLI_STOP) {
+		copy_args_free(&a->c);
 		return p.status;
+	}
 	if (recv && argc - optind != 1)
 		return cli_usage_error(cmd, argc == optind ? "no DST given" : "one DST only (bfo recv DST < STREAM)");
 	if (!recv && argc == optind)
 		return cli_usage_error(cmd, "no SRC given");
-	if ((a->c.flags & BFO_COPY_CHECKSUM) && !(a->c.flags & BFO_COPY_UPDATE))
-		return cli_usage_error(cmd, "--checksum goes with --update");
+	if (recv && copy_ui_modes(&a->c))
+		return cli_usage_error(cmd, "--checksum compares what is there, --replace replaces it: "
+				       "one or the other");
 	a->first = optind;
 	return -1;
 }
@@ -59,9 +67,25 @@ static int run(bool recv, struct sr_args *a, char **paths, int npaths)
 		fprintf(stderr, "bfo: %s: %s\n", cmd, bfo_strerror(ret));
 		return CLI_EXIT_USAGE;
 	}
+	ui.dry = a->c.flags & BFO_COPY_DRY_RUN;
+	/* items: never on stdout where the stream or the answers go */
+	if (copy_args_apply(&a->c, c, cmd, recv && !a->c.server ? stdout : recv ? NULL : stderr)) {
+		bfo_copier_destroy(c);
+		return CLI_EXIT_USAGE;
+	}
 	copy_ui_running(c);
-	ret = recv ? bfo_copier_recv(c, STDIN_FILENO, paths[0]) :
-		     bfo_copier_send(c, (const char *const *)paths, (unsigned)npaths, STDOUT_FILENO);
+	/* --server: the far side of bfo cp, the back channel on the other
+	 * standard stream */
+	if (recv) {
+		ret = bfo_copier_recv_duplex(c, STDIN_FILENO, a->c.server ? STDOUT_FILENO : -1, paths[0]);
+	} else {
+		/* rsync's SRC/: the contents, as SRC/. */
+		char **v = copy_ui_sources(paths, (unsigned)npaths);
+
+		ret = v ? bfo_copier_send_duplex(c, (const char *const *)v, (unsigned)npaths, STDOUT_FILENO,
+						 a->c.server ? STDIN_FILENO : -1) : -ENOMEM;
+		copy_ui_sources_free(v, paths, (unsigned)npaths);
+	}
 	/* -EPIPE: said through the error callback ("the receiver went away"). */
 	copy_ui_running(NULL);
 	if (ret < 0 && ret != -EPIPE && ret != -ECANCELED && recv && ret != -EBADMSG &&
@@ -69,8 +93,10 @@ static int run(bool recv, struct sr_args *a, char **paths, int npaths)
 		cli_dest_error(cmd, paths[0], ret);   /* stream errors were said with their reason */
 	else if (ret < 0 && ret != -EPIPE && ret != -ECANCELED && !recv)
 		fprintf(stderr, "bfo: send: %s\n", bfo_strerror(ret));
-	copy_ui_end(&ui, c, a->c.stats);
+	/* (the far side of bfo cp leaves the summary to the near side) */
+	copy_ui_end(&ui, c, a->c.stats, !a->c.server && (a->c.verbose || (a->c.flags & BFO_COPY_DRY_RUN)));
 	bfo_copier_destroy(c);
+	copy_args_free(&a->c);
 	return ret == -EPIPE ? CLI_EXIT_SOME_FAILED : copy_ui_exit(ret);
 }
 

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What the destination of a sync already has: its copies' entries,
+ * scanned at batch speed (scan.h) and indexed by path below the root, so
+ * that each entry of the file list is compared with one lookup, and what
+ * no entry of the list named is known at the end (--delete).
+ *
+ * Memory: about 100 bytes and the path per entry.  The index is only a
+ * view of what was there: nothing is ever acted on through it (a deletion
+ * resolves its path again, beneath the root, without following a link).
+ */
+#ifndef BFO_DINDEX_H
+#define BFO_DINDEX_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "bfo.h"
+
+struct filter;
+
+struct dent {
+	size_t path;            /* offset of the NUL-terminated path in the index's names */
+	size_t target;          /* a symbolic link's target, likewise (0: none) */
+	uint16_t src;           /* the copy (source) it belongs to */
+	uint8_t type;           /* DT_* */
+	uint8_t seen;           /* named by the file list (not deleted) */
+	uint8_t written;        /* the list's entry at its place is written (wanted) */
+	uint32_t mode;          /* st_mode */
+	uint32_t uid, gid;
+	uint32_t mtime_nsec;
+	uint32_t nlink;
+	int64_t mtime_sec;
+	uint64_t size;
+	uint64_t ino, dev;
+	uint64_t rdev;
+	uint64_t hash;          /* DINDEX_HASH: xxh3-64 of a regular file's bytes */
+	uint64_t xhash;         /* a directory's xattrs (sync_xattrs_hash), 0: none */
+	/* a directory named by the list: the source's times, put back when
+	 * entries written or deleted below it move them */
+	int64_t want_atime, want_mtime;
+	uint32_t want_atime_nsec, want_mtime_nsec;
+	bool want_times, touched;
+};
+
+/* One copy of the destination: where it is below the root ("" is the
+ * root itself), and its source's name for the filter rules. */
+struct dindex_copy {
+	const char *prefix;
+	const char *name;
+};
+
+#define DINDEX_HASH (1u << 0)   /* hash regular files' bytes (--checksum) */
+#define DINDEX_XATTRS (1u << 1) /* digest directories' xattrs (sync_xattrs_hash) */
+
+struct dindex;
+
+/*
+ * Scan the copies copies[0..n) below root (rootfd: the same directory,
+ * open), leaving out what the filter excludes and the writer's own names
+ * (.bfo-journal at the root, .bfo-tmp.* anywhere).  ro: the read options.
+ * Directories that cannot be read are passed to failed(arg, path, -errno)
+ * (their entries are then unknown: compared as missing, never deleted).
+ * cancel (may be NULL), once set, stops the scan between its batches.
+ * Returns 0 and *ix, or -errno (-ECANCELED: stopped).
+ */
+int dindex_build(struct dindex **ix, int rootfd, const char *root, const struct dindex_copy *copies,
+		 unsigned n, const struct filter *f, const struct bfo_opts *ro, unsigned flags,
+		 void (*failed)(void *arg, const char *path, int status), void *arg,
+		 const atomic_bool *cancel);
+
+/* The entry at path below the root, or NULL. */
+struct dent *dindex_get(struct dindex *ix, const char *path);
+/* An entry's path and link target. */
+const char *dindex_path(const struct dindex *ix, const struct dent *d);
+const char *dindex_target(const struct dindex *ix, const struct dent *d);
+
+/* Entries, in no order: for (i = 0; (d = dindex_at(ix, i)); i++). */
+struct dent *dindex_at(struct dindex *ix, size_t i);
+size_t dindex_count(const struct dindex *ix);
+
+/* What the scans' read engines did (files_rawmeta and engines). */
+void dindex_stats(const struct dindex *ix, struct bfo_stats *st);
+
+void dindex_free(struct dindex *ix);
+
+#endif

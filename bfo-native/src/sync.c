@@ -1,0 +1,507 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The comparisons of a sync (sync.h): a list entry against the
+ * destination's entry at its place, and what happens to what the list
+ * did not name (--delete) and to the directories around what changed.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "common.h"
+#include "copy.h"
+#include "dindex.h"
+#include "sync.h"
+#include "test_hooks.h"
+#include "write.h"
+
+/* ------------------------------------------------------------ batches */
+
+struct lbatch *lbatch_new(void)
+{
+	return calloc(1, sizeof(struct lbatch));
+}
+
+/* s copied into the batch's strings: its offset, or SIZE_MAX. */
+static size_t str_put(struct lbatch *b, const char *s)
+{
+	size_t len = strlen(s) + 1, at;
+
+	if (b->slen + len > b->scap) {
+		size_t c = MAX(b->scap * 2, b->slen + len + 65536);
+		char *p = realloc(b->strings, c);
+
+		if (!p)
+			return SIZE_MAX;
+		b->strings = p;
+		b->scap = c;
+	}
+	at = b->slen;
+	memcpy(b->strings + at, s, len);
+	b->slen += len;
+	return at;
+}
+
+struct lent *lbatch_add(struct lbatch *b, const char *rel, const char *link_rel, char *path,
+			char *target)
+{
+	size_t r, l = SIZE_MAX;
+	struct lent *e;
+
+	if (b->n == b->cap) {
+		size_t c = b->cap ? b->cap * 2 : 1024;
+		struct lent *n = realloc(b->e, c * sizeof(*n));
+
+		if (!n)
+			goto fail;
+		b->e = n;
+		b->cap = c;
+	}
+	r = str_put(b, rel);
+	if (r == SIZE_MAX || (link_rel && (l = str_put(b, link_rel)) == SIZE_MAX))
+		goto fail;
+	e = &b->e[b->n++];
+	/* rel and link_rel are offsets until the batch is complete (its
+	 * strings may move): lbatch_strings makes them pointers */
+	*e = (struct lent){ .path = path, .target = target, .rel = (const char *)(uintptr_t)r,
+			    .link_rel = link_rel ? (const char *)(uintptr_t)(l + 1) : NULL };
+	return e;
+fail:
+	free(path);
+	free(target);
+	return NULL;
+}
+
+void lbatch_strings(struct lbatch *b)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		struct lent *e = &b->e[i];
+
+		e->rel = b->strings + (uintptr_t)e->rel;
+		if (e->link_rel)
+			e->link_rel = b->strings + ((uintptr_t)e->link_rel - 1);
+	}
+}
+
+void lbatch_free(struct lbatch *b)
+{
+	if (!b)
+		return;
+	for (size_t i = 0; i < b->n; i++) {
+		free(b->e[i].path);
+		free(b->e[i].target);
+	}
+	free(b->e);
+	free(b->strings);
+	free(b);
+}
+
+/* ------------------------------------------------------------ comparing */
+
+const char *sync_dest(const struct sync *y, uint16_t src, const char *rel, char *buf, size_t len)
+{
+	const char *pre = src < y->nsrc ? y->prefix[src] : "";
+
+	snprintf(buf, len, "%s%s%s", pre, *pre && *rel ? "/" : "", rel);
+	return buf;
+}
+
+struct xattr {
+	const char *name;
+	const void *val;
+	size_t len;
+};
+
+static int xattr_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct xattr *)a)->name, ((const struct xattr *)b)->name);
+}
+
+/* What a copy takes everywhere: the user and trusted namespaces
+ * (security.* and system.* are the destination system's own). */
+static bool xattr_compared(const char *name)
+{
+	return !strncmp(name, "user.", 5) || !strncmp(name, "trusted.", 8);
+}
+
+/* The digest of v[0..k): by name, each name and value; never 0. */
+static uint64_t xattrs_digest(struct xattr *v, size_t k)
+{
+	XXH3_state_t *s;
+	uint64_t h = 0;
+
+	if (!k || !(s = XXH3_createState()))
+		return 0;
+	qsort(v, k, sizeof(*v), xattr_cmp);
+	XXH3_64bits_reset(s);
+	for (size_t i = 0; i < k; i++) {
+		uint64_t len = v[i].len;
+
+		XXH3_64bits_update(s, v[i].name, strlen(v[i].name) + 1);
+		XXH3_64bits_update(s, &len, sizeof(len));
+		if (v[i].len)
+			XXH3_64bits_update(s, v[i].val, v[i].len);
+	}
+	h = XXH3_64bits_digest(s) | 1;   /* (0 is "none") */
+	XXH3_freeState(s);
+	return h;
+}
+
+uint64_t sync_xattrs_hash(const char *path)
+{
+	ssize_t n = llistxattr(path, NULL, 0);
+	char *names, *vals = NULL;
+	struct xattr *v;
+	size_t k = 0, at = 0;
+	uint64_t h = 0;
+
+	if (n <= 0 || !(names = malloc((size_t)n)))
+		return 0;
+	n = llistxattr(path, names, (size_t)n);
+	v = n > 0 ? calloc((size_t)n, sizeof(*v)) : NULL;
+	vals = v ? malloc(1u << 20) : NULL;
+	for (char *p = names; vals && p < names + n; p += strlen(p) + 1) {
+		ssize_t vl;
+
+		if (!xattr_compared(p) || at + 65536 > (1u << 20) ||
+		    (vl = lgetxattr(path, p, vals + at, 65536)) < 0)
+			continue;
+		v[k++] = (struct xattr){ p, vals + at, (size_t)vl };
+		at += (size_t)vl;
+	}
+	if (vals)
+		h = xattrs_digest(v, k);
+	free(vals);
+	free(v);
+	free(names);
+	return h;
+}
+
+uint64_t sync_xattrs_hash_packed(const void *packed, size_t len)
+{
+	const uint8_t *x = packed, *end = x + len;
+	struct xattr v[256];
+	size_t k = 0;
+
+	/* (packing checked by its parser: name, NUL, u32 length, value) */
+	while (x < end && k < sizeof(v) / sizeof(v[0])) {
+		const char *name = (const char *)x;
+		uint32_t vl;
+
+		x += strlen(name) + 1;
+		memcpy(&vl, x, sizeof(vl));
+		x += sizeof(vl);
+		if (xattr_compared(name))
+			v[k++] = (struct xattr){ name, x, vl };
+		x += vl;
+	}
+	return xattrs_digest(v, k);
+}
+
+/* The destination entry d already has the metadata the copy w would
+ * give it: mode, owner (when the copy takes it), mtime (when the copy
+ * takes it; else it is never the same). */
+static bool same_meta(const struct dent *d, const struct bfo_wentry *w)
+{
+	return (d->mode & 07777) == w->mode &&
+	       (!(w->flags & BFO_WENTRY_OWNER) || (d->uid == w->uid && d->gid == w->gid)) &&
+	       (w->flags & BFO_WENTRY_TIMES) && d->mtime_sec == w->mtime_sec &&
+	       d->mtime_nsec == w->mtime_nsec;
+}
+
+static bool same_file(const struct sync *y, const struct dent *d, const struct lent *e,
+		      const struct bfo_wentry *w)
+{
+	if (d->type != DT_REG || d->size != (uint64_t)e->st.st_size)
+		return false;
+	if (!(y->flags & BFO_COPY_CHECKSUM))
+		return same_meta(d, w);
+	return d->hash == e->hash && (d->mode & 07777) == w->mode &&
+	       (!(w->flags & BFO_WENTRY_OWNER) || (d->uid == w->uid && d->gid == w->gid));
+}
+
+static bool same_other(const struct sync *y, const struct dent *d, const struct lent *e,
+		       const struct bfo_wentry *w)
+{
+	mode_t m = e->st.st_mode;
+	const char *t;
+
+	switch (d->type) {
+	case DT_DIR:
+		return S_ISDIR(m) && same_meta(d, w) && (!(y->flags & BFO_COPY_ARCHIVE) ||
+							 d->xhash == e->xhash);
+	case DT_LNK:
+		/* (a symbolic link's mode is always 0777: not compared) */
+		t = dindex_target(y->ix, d);
+		return S_ISLNK(m) && t && e->target && !strcmp(t, e->target) &&
+		       (!(w->flags & BFO_WENTRY_OWNER) || (d->uid == w->uid && d->gid == w->gid)) &&
+		       (w->flags & BFO_WENTRY_TIMES) && d->mtime_sec == w->mtime_sec &&
+		       d->mtime_nsec == w->mtime_nsec;
+	case DT_FIFO:
+		return S_ISFIFO(m) && same_meta(d, w);
+	case DT_SOCK:
+		return S_ISSOCK(m) && same_meta(d, w);
+	case DT_CHR:
+	case DT_BLK:
+		return (d->type == DT_CHR ? S_ISCHR(m) : S_ISBLK(m)) && d->rdev == e->st.st_rdev &&
+		       same_meta(d, w);
+	}
+	return false;
+}
+
+/* Remove name in dfd and, for a directory, everything below it; no
+ * symbolic link is followed (one is removed as itself). */
+static int remove_tree(int dfd, const char *name, unsigned depth)
+{
+	struct stat st;
+	int fd, ret = 0;
+	DIR *d;
+	struct dirent *de;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISDIR(st.st_mode))
+		return unlinkat(dfd, name, 0) < 0 ? -errno : 0;
+	if (depth > 4096)
+		return -ELOOP;
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (!(d = fdopendir(fd))) {
+		close(fd);
+		return -errno;
+	}
+	while (!ret && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			ret = remove_tree(dirfd(d), de->d_name, depth + 1);
+	closedir(d);
+	if (!ret && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
+		ret = -errno;
+	return ret;
+}
+
+/* --delete and a destination entry of the other kind (a directory where
+ * the list has a file, or the reverse) at dest: it goes now, before the
+ * entry is written, as rsync does; what the index had below it is no
+ * longer there.  0 or -errno. */
+static int make_room(struct sync *y, const char *dest, struct dent *d)
+{
+	char dir[BFO_WPATH_MAX];
+	const char *base = wpath_split(dest, dir, sizeof(dir));
+	int dfd = wpath_open_dir(y->rootfd, dir, false), ret;
+	size_t len = strlen(dest);
+
+	if (dfd < 0)
+		return dfd;
+	ret = y->flags & BFO_COPY_DRY_RUN ? 0 : remove_tree(dfd, base, 0);
+	close(dfd);
+	if (ret)
+		return ret;
+	for (size_t i = 0; d->type == DT_DIR && i < dindex_count(y->ix); i++) {
+		struct dent *x = dindex_at(y->ix, i);
+		const char *p = dindex_path(y->ix, x);
+
+		if (!strncmp(p, dest, len) && p[len] == '/')
+			x->seen = 1;
+	}
+	y->deleted_early++;
+	sync_touch(y, dest);
+	return 0;
+}
+
+/* A hard link group's later member e (dest, its entry d or NULL): linked
+ * to the first member's copy where that is there and kept, else written
+ * (the data path links it to the first it writes). */
+static uint8_t decide_member(struct sync *y, const struct lent *e, struct dent *d)
+{
+	char buf[BFO_WPATH_MAX];
+	struct dent *f = dindex_get(y->ix, sync_dest(y, e->link_src, e->link_rel, buf, sizeof(buf)));
+	uint8_t replace = d ? WANT_REPLACE : 0;
+
+	if (!f || f->written || f->type != DT_REG)
+		return WANT_WRITE | replace;
+	if (d && d->type == DT_REG && d->ino == f->ino && d->dev == f->dev)
+		return WANT_SKIP;
+	return WANT_LINK | replace;
+}
+
+uint8_t sync_decide(struct sync *y, const struct lent *e)
+{
+	char buf[BFO_WPATH_MAX];
+	const char *dest = sync_dest(y, e->src, e->rel, buf, sizeof(buf));
+	struct dent *d = y->ix ? dindex_get(y->ix, dest) : NULL;
+	bool reg = S_ISREG(e->st.st_mode), same;
+	struct bfo_wentry w = { 0 };
+	uint8_t want;
+
+	if (reg)
+		y->tree_bytes += (uint64_t)e->st.st_size;
+	if (d) {
+		d->seen = 1;
+		if (S_ISDIR(e->st.st_mode) && d->type == DT_DIR) {
+			/* its times come back after what happens below it */
+			d->want_times = true;
+			d->want_atime = e->st.st_atim.tv_sec;
+			d->want_atime_nsec = (uint32_t)e->st.st_atim.tv_nsec;
+			d->want_mtime = e->st.st_mtim.tv_sec;
+			d->want_mtime_nsec = (uint32_t)e->st.st_mtim.tv_nsec;
+		}
+		if ((d->type == DT_DIR) != !!S_ISDIR(e->st.st_mode) && (y->flags & BFO_COPY_DELETE) &&
+		    make_room(y, dest, d) == 0)
+			d = NULL;
+	}
+	if (d && reg && e->link_rel) {
+		want = decide_member(y, e, d);
+		if (want == WANT_SKIP)
+			y->skipped++;
+		goto decided;
+	}
+	if (!d) {
+		want = e->link_rel && y->ix ? decide_member(y, e, NULL) : WANT_WRITE;
+		goto decided;
+	}
+	if (!(y->flags & BFO_COPY_UPDATE)) {
+		/* (replace everything: nothing compared) */
+		want = WANT_WRITE | (S_ISDIR(e->st.st_mode) ? 0 : WANT_REPLACE);
+		d->written = 1;
+		goto decided;
+	}
+	copy_meta(y->who, &w, e->st.st_mode, e->st.st_uid, e->st.st_gid, e->st.st_atim.tv_sec,
+		  (uint32_t)e->st.st_atim.tv_nsec, e->st.st_mtim.tv_sec, (uint32_t)e->st.st_mtim.tv_nsec);
+	same = reg ? same_file(y, d, e, &w) : same_other(y, d, e, &w);
+	if (same) {
+		y->skipped += reg;
+		return WANT_SKIP;
+	}
+	/* a directory is not replaced: its metadata goes to the one there */
+	want = WANT_WRITE | (S_ISDIR(e->st.st_mode) ? 0 : WANT_REPLACE);
+	d->written = 1;
+decided:
+	if (want != WANT_SKIP) {
+		y->wanted++;
+		sync_touch(y, dest);
+	}
+	return want;
+}
+
+/* ------------------------------------------------------------ after */
+
+void sync_touch(struct sync *y, const char *path)
+{
+	char dir[BFO_WPATH_MAX];
+	struct dent *d;
+
+	wpath_split(path, dir, sizeof(dir));
+	if (*dir && (d = dindex_get(y->ix, dir)))
+		d->touched = true;
+}
+
+static int path_desc(const void *a, const void *b, void *arg)
+{
+	struct dindex *ix = arg;
+
+	return -strcmp(dindex_path(ix, *(struct dent *const *)a), dindex_path(ix, *(struct dent *const *)b));
+}
+
+/* The entry d, not named by the list, goes: resolved again beneath the
+ * root, no symbolic link followed, and only while it is what was indexed
+ * (the same inode, of the same kind). */
+static int delete_one(struct sync *y, const struct dent *d)
+{
+	const char *path = dindex_path(y->ix, d);
+	char dir[BFO_WPATH_MAX];
+	const char *base = wpath_split(path, dir, sizeof(dir));
+	int dfd = wpath_open_dir(y->rootfd, dir, false), ret = 0;
+	struct stat st;
+
+	if (dfd < 0)
+		return dfd;
+	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		ret = errno == ENOENT ? 0 : -errno;
+	else if (st.st_ino != d->ino || st.st_dev != d->dev || S_ISDIR(st.st_mode) != (d->type == DT_DIR))
+		ret = -ESTALE;
+	else if (unlinkat(dfd, base, d->type == DT_DIR ? AT_REMOVEDIR : 0) < 0)
+		ret = -errno;
+	close(dfd);
+	return ret;
+}
+
+uint64_t sync_delete(struct sync *y, bool dry_run, void (*item)(void *arg, const char *path),
+		     void (*report)(void *arg, const char *path, int status), void *arg)
+{
+	size_t n = dindex_count(y->ix), k = 0;
+	struct dent **v = n ? malloc(n * sizeof(*v)) : NULL;
+	uint64_t done = 0;
+
+	if (n && !v) {
+		report(arg, "--delete", -ENOMEM);
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct dent *d = dindex_at(y->ix, i);
+
+		if (!d->seen)
+			v[k++] = d;
+	}
+	/* a directory's entries (longer paths, sorting after it) first */
+	qsort_r(v, k, sizeof(*v), path_desc, y->ix);
+	for (size_t i = 0; i < k && !(y->cancel && atomic_load(y->cancel)); i++) {
+		const char *path = dindex_path(y->ix, v[i]);
+		int ret;
+
+		if (bfo_test_hooks.before_delete && !dry_run)
+			bfo_test_hooks.before_delete(bfo_test_hooks.arg, path);
+		ret = dry_run ? 0 : delete_one(y, v[i]);
+
+		/* A directory that is not empty (something appeared in it, or
+		 * an excluded entry protects it) stays, as with rsync; one
+		 * that is no longer what was indexed too. */
+		if (ret == -ENOTEMPTY || ret == -ESTALE || ret == -EEXIST)
+			continue;
+		if (ret) {
+			report(arg, path, ret);
+			continue;
+		}
+		if (item)
+			item(arg, path);
+		sync_touch(y, path);
+		done++;
+	}
+	free(v);
+	return done;
+}
+
+void sync_dirs_fix(struct sync *y, void (*report)(void *arg, const char *path, int status),
+		   void *arg)
+{
+	for (size_t i = 0; i < dindex_count(y->ix); i++) {
+		struct dent *d = dindex_at(y->ix, i);
+		const char *path = dindex_path(y->ix, d);
+		struct timespec ts[2] = { { d->want_atime, d->want_atime_nsec },
+					  { d->want_mtime, d->want_mtime_nsec } };
+		struct stat st;
+		int fd;
+
+		if (!d->want_times || !d->touched || !(y->flags & BFO_COPY_ARCHIVE))
+			continue;
+		fd = wpath_open_dir(y->rootfd, path, false);
+		/* the directory that was indexed, and no other (another user may
+		 * have put another one in its place): its times only */
+		if (fd >= 0 && fstat(fd, &st) == 0 && st.st_ino == d->ino && st.st_dev == d->dev &&
+		    (st.st_mtim.tv_sec != d->want_mtime || st.st_mtim.tv_nsec != (long)d->want_mtime_nsec) &&
+		    utimensat(fd, "", ts, AT_EMPTY_PATH) < 0)
+			report(arg, path, -errno);
+		if (fd >= 0)
+			close(fd);
+	}
+}

@@ -1,0 +1,719 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * t_sync: `bfo cp` as a re-sync (issue 36): reruns that compare what the
+ * destination has with the file list, --delete, --dry-run, --exclude and
+ * --include, locally and through a remote shell (stream version 2: the
+ * list, the wants, the back channel), -z, and kills in the middle.
+ *
+ * The tree: tw_gen_tree (every file type, odd names, hard links, a file
+ * in pieces, xattrs, owners as root) and 300 files of 4 KiB in 6
+ * directories.  A "change": 3 files rewritten (same size, new bytes and
+ * mtime), 2 added and a new directory with one, 2 deleted and a directory
+ * deleted with its files, one chmod, a symbolic link pointed elsewhere.
+ *
+ *  - local: after a change, `bfo cp -a --delete -v SRC DST` equals a fresh
+ *    `cp -a SRC REF` entry by entry (atimes aside), says what it copied and
+ *    deleted (-v lines: exactly the changed names, "deleting" exactly the
+ *    deleted ones), counts them (summary: files, deleted); run again it
+ *    copies and deletes nothing and changes nothing (a snapshot).
+ *  - dry run: -n -v --delete prints what the real run then does (the same
+ *    lines) and changes nothing (a snapshot).
+ *  - filters: --exclude/--include with anchored, directory-only, '*' and
+ *    '**' rules: the copy equals `rsync -a --delete` given the same rules,
+ *    and an excluded file in DST survives --delete, as with rsync.
+ *  - delete safety: a source directory that cannot be read (as uid 65534)
+ *    deletes nothing (exit 1, said); a directory of DST swapped for a
+ *    symbolic link to a directory outside at the moment its entries are
+ *    deleted (test hook) deletes nothing outside DST.
+ *  - remote (push and pull through a remote shell that runs the far side
+ *    here): after a change, --delete equals cp -a; a rerun with nothing
+ *    changed sends no file and no file data (the summary: 0 files sent,
+ *    0 B; the bytes on the wire a small share of the tree's bytes) and
+ *    changes nothing; -z gives the same tree, and on text fewer bytes.
+ *  - kill: the local and the remote sync (with --delete) killed at several
+ *    points; after bfo recover each file of DST is its old or its new
+ *    version, whole, and the same command then finishes the sync.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test_hooks.h"
+#include "t_wutil.h"
+
+static bool root_user;
+
+struct env {
+	const char *tmp, *rsh;
+	int gen;                    /* trees made so far */
+};
+
+static unsigned cpa_flags(void)
+{
+	return (root_user ? TW_CP_A : TW_CP_A & ~TW_OWNER) & ~TW_ATIME;
+}
+
+/* A source tree at path: the generated tree and 300 files of 4 KiB. */
+static void make_tree(const char *path, uint64_t seed)
+{
+	tw_gen_tree(path, seed);
+	for (int d = 0; d < 6; d++) {
+		tw_mkdirs(tw_fmt("%s/bulk/d%d", path, d));
+		for (int i = 0; i < 50; i++)
+			t_write_random(tw_fmt("%s/bulk/d%d/f%02d", path, d, i), 4096, seed + (uint64_t)(d * 100 + i));
+	}
+	/* times in the past: a change made now moves them for sure */
+	for (int d = 0; d < 6; d++)
+		for (int i = 0; i < 50; i++)
+			tw_gen_times(tw_fmt("%s/bulk/d%d/f%02d", path, d, i), 2000 + d * 100 + i);
+}
+
+/* The change; *written gets the names (below SRC's parent, as -v prints
+ * them) it writes or makes, *deleted those it removes, one per line. */
+static void change(const char *src, const char *name, char *written, size_t wl, char *deleted,
+		   size_t dl)
+{
+	static const char *const rewritten[] = { "bulk/d0/f01", "bulk/d3/f17", "bulk/d5/f49" };
+	static const char *const gone[] = { "bulk/d1/f05", "bulk/d2/f33" };
+
+	written[0] = deleted[0] = '\0';
+	for (int i = 0; i < 3; i++) {
+		t_write_random(tw_fmt("%s/%s", src, rewritten[i]), 4096, 7000 + (uint64_t)i);
+		snprintf(written + strlen(written), wl - strlen(written), "%s/%s\n", name, rewritten[i]);
+	}
+	t_write_random(tw_fmt("%s/bulk/d0/new1", src), 1000, 7100);
+	t_write_random(tw_fmt("%s/bulk/new2", src), 70000, 7101);
+	tw_mkdirs(tw_fmt("%s/bulk/newdir", src));
+	t_write_random(tw_fmt("%s/bulk/newdir/n", src), 10, 7102);
+	snprintf(written + strlen(written), wl - strlen(written),
+		 "%s/bulk/d0/new1\n%s/bulk/new2\n%s/bulk/newdir\n%s/bulk/newdir/n\n", name, name, name, name);
+	for (int i = 0; i < 2; i++) {
+		T_ASSERT(unlink(tw_fmt("%s/%s", src, gone[i])) == 0, "unlink");
+		snprintf(deleted + strlen(deleted), dl - strlen(deleted), "%s/%s\n", name, gone[i]);
+	}
+	T_ASSERT(t_sh("rm -rf '%s/bulk/d4'", src) == 0, "rm d4");
+	for (int i = 0; i < 50; i++)
+		snprintf(deleted + strlen(deleted), dl - strlen(deleted), "%s/bulk/d4/f%02d\n", name, i);
+	snprintf(deleted + strlen(deleted), dl - strlen(deleted), "%s/bulk/d4\n", name);
+	T_ASSERT(chmod(tw_fmt("%s/bulk/d2/f00", src), 0600) == 0, "chmod");
+	snprintf(written + strlen(written), wl - strlen(written), "%s/bulk/d2/f00\n", name);
+	T_ASSERT(unlink(tw_fmt("%s/a/rel", src)) == 0 && symlink("elsewhere", tw_fmt("%s/a/rel", src)) == 0,
+		 "symlink");
+	snprintf(written + strlen(written), wl - strlen(written), "%s/a/rel\n", name);
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Lines of text, sorted, as one string (for comparing sets of names). */
+static char *sorted_lines(const char *text, const char *only_prefix, bool strip)
+{
+	char *copy = strdup(text), **v = calloc(strlen(text) + 1, sizeof(*v)), *out;
+	size_t n = 0, len = 0;
+
+	T_ASSERT(copy && v, "memory");
+	for (char *l = strtok(copy, "\n"); l; l = strtok(NULL, "\n"))
+		if (!only_prefix || !strncmp(l, only_prefix, strlen(only_prefix)))
+			v[n++] = strip && only_prefix ? l + strlen(only_prefix) : l;
+	qsort(v, n, sizeof(*v), str_cmp);
+	out = calloc(strlen(text) + 2, 1);
+	for (size_t i = 0; i < n; i++)
+		len += (size_t)sprintf(out + len, "%s\n", v[i]);
+	free(copy);
+	free(v);
+	return out;
+}
+
+/* "N files" ("N files copied", "... sent") and "N deleted" of a summary line. */
+static long summary_of(const char *err, const char *word)
+{
+	const char *p = strstr(err, word);
+
+	while (p && p > err && p[-1] == ' ')
+		p--;
+	while (p && p > err && p[-1] >= '0' && p[-1] <= '9')
+		p--;
+	return p ? strtol(p, NULL, 10) : -1;
+}
+
+/* The directories whose -v line a change makes: a directory is named when
+ * its metadata (mtime) changed, which any change inside it does. */
+static bool is_dir_line(const char *src_parent, const char *line)
+{
+	struct stat st;
+
+	return lstat(tw_fmt("%s/%s", src_parent, line), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The written set of a -v output, directories aside (their times move
+ * with what changes in them; which ones rsync names differs too). */
+static char *files_of(const char *out, const char *src_parent)
+{
+	char *copy = strdup(out), *keep = calloc(strlen(out) + 2, 1), *sorted;
+	size_t len = 0;
+
+	for (char *l = strtok(copy, "\n"); l; l = strtok(NULL, "\n"))
+		if (strncmp(l, "deleting ", 9) && !is_dir_line(src_parent, l))
+			len += (size_t)sprintf(keep + len, "%s\n", l);
+	sorted = sorted_lines(keep, NULL, false);
+	free(copy);
+	free(keep);
+	return sorted;
+}
+
+/* ------------------------------------------------------------ local */
+
+static void scenario_local(void *arg)
+{
+	struct env *v = arg;
+	char *src = t_path(v->tmp, "lsrc"), *dst = t_path(v->tmp, "ldst"), *ref = t_path(v->tmp, "lref");
+	char written[4096], deleted[8192], msg[4096];
+	struct tw_run r;
+
+	make_tree(src, 11);
+	tw_runl(&r, BFO_CLI, "cp", "-a", src, dst, (char *)NULL);
+	T_ASSERT(r.status == 0, "first copy: %s", r.err);
+	tw_run_free(&r);
+	change(src, "lsrc", written, sizeof(written), deleted, sizeof(deleted));
+	tw_runl(&r, BFO_CLI, "cp", "-a", "--delete", "-v", src, dst, (char *)NULL);
+	TW_CHECK(r.status == 0, "[--delete -v] exit %d: %s", r.status, r.err);
+	{
+		char *got = files_of(r.out, v->tmp), *want = files_of(written, v->tmp);
+		char *gotd = sorted_lines(r.out, "deleting ", true), *wantd = sorted_lines(deleted, NULL, false);
+
+		/* (the chmod'ed file and the retargeted link are written again too) */
+		TW_CHECK(!strcmp(got, want), "[--delete -v] written:\n%s\nexpected:\n%s", got, want);
+		TW_CHECK(!strcmp(gotd, wantd), "[--delete -v] deleted:\n%s\nexpected:\n%s", gotd, wantd);
+		TW_CHECK(summary_of(r.err, " files copied") == 7 && summary_of(r.err, " deleted") == 53,
+			 "[--delete -v] summary (want 7 files, 53 deleted): %s", r.err);
+		free(got);
+		free(want);
+		free(gotd);
+		free(wantd);
+	}
+	tw_run_free(&r);
+	tw_mkdirs(ref);
+	tw_runl(&r, "cp", "-a", src, ref, (char *)NULL);
+	T_ASSERT(r.status == 0, "cp -a: %s", r.err);
+	tw_run_free(&r);
+	tw_expect_copy(tw_fmt("%s/lsrc", ref), tw_fmt("%s/lsrc", dst), cpa_flags() | TW_TOP,
+		       "local sync after a change (--delete)");
+	/* nothing changed: nothing copied, deleted or touched */
+	struct tw_snap *snap = tw_snapshot(dst);
+
+	tw_runl(&r, BFO_CLI, "cp", "-a", "--delete", "-v", src, dst, (char *)NULL);
+	TW_CHECK(r.status == 0 && r.out_len == 0 && summary_of(r.err, " files copied") == 0 &&
+		 summary_of(r.err, " deleted") == 0, "[no change] exit %d, stdout: %s, stderr: %s", r.status,
+		 r.out, r.err);
+	TW_CHECK(tw_snap_diff(snap, dst, false, msg, sizeof(msg)) == 0, "[no change] the copy changed: %s", msg);
+	tw_run_free(&r);
+	tw_snap_free(snap);
+	t_sh("rm -rf '%s' '%s' '%s'", src, dst, ref);
+	free(src);
+	free(dst);
+	free(ref);
+	t_log("local: a change synced with --delete equals cp -a; -v named exactly what changed; "
+	      "a rerun did nothing");
+	tw_checks_end();
+}
+
+/* ------------------------------------------------------------ dry run */
+
+static void scenario_dry(void *arg)
+{
+	struct env *v = arg;
+	char *src = t_path(v->tmp, "nsrc"), *dst = t_path(v->tmp, "ndst");
+	char written[4096], deleted[8192], msg[4096];
+	struct tw_run r, n;
+	struct tw_snap *snap;
+
+	make_tree(src, 12);
+	tw_runl(&r, BFO_CLI, "cp", "-a", src, dst, (char *)NULL);
+	T_ASSERT(r.status == 0, "first copy: %s", r.err);
+	tw_run_free(&r);
+	change(src, "nsrc", written, sizeof(written), deleted, sizeof(deleted));
+	snap = tw_snapshot(dst);
+	tw_runl(&n, BFO_CLI, "cp", "-a", "--delete", "-n", src, dst, (char *)NULL);
+	TW_CHECK(n.status == 0 && strstr(n.err, "dry run"), "[-n] exit %d: %s", n.status, n.err);
+	TW_CHECK(tw_snap_diff(snap, dst, false, msg, sizeof(msg)) == 0, "[-n] the copy changed: %s", msg);
+	TW_CHECK(tw_leftovers(dst, true, msg, sizeof(msg)) == 0, "[-n] leftovers: %s", msg);
+	tw_runl(&r, BFO_CLI, "cp", "-a", "--delete", "-v", src, dst, (char *)NULL);
+	TW_CHECK(r.status == 0, "[after -n] exit %d: %s", r.status, r.err);
+	{
+		char *a = sorted_lines(n.out, NULL, false), *b = sorted_lines(r.out, NULL, false);
+
+		TW_CHECK(!strcmp(a, b), "[-n] said:\n%s\nthe run did:\n%s", a, b);
+		TW_CHECK(strstr(a, "deleting nsrc/bulk/d4\n") && strstr(a, "nsrc/bulk/new2\n"),
+			 "[-n] said nothing of the change:\n%s", a);
+		free(a);
+		free(b);
+	}
+	tw_run_free(&r);
+	tw_run_free(&n);
+	tw_snap_free(snap);
+	t_sh("rm -rf '%s' '%s'", src, dst);
+	free(src);
+	free(dst);
+	t_log("dry run: changed nothing, said what the run then did");
+	tw_checks_end();
+}
+
+/* ------------------------------------------------------------ filters */
+
+static void scenario_filters(void *arg)
+{
+	struct env *v = arg;
+	char *src = t_path(v->tmp, "fsrc"), *dst = t_path(v->tmp, "fdst"), *ref = t_path(v->tmp, "fref");
+	static const char *const rules[] = {
+		"--include", "keep.log", "--exclude", "*.log", "--exclude", "/fsrc/bulk/d1/",
+		"--exclude", "f0?", "--exclude", "**/d5/**", "--exclude", "a/b/c/d/", NULL,
+	};
+	char msg[4096];
+	struct tw_run r;
+	char *argv[40];
+	int n;
+
+	make_tree(src, 13);
+	t_write_random(tw_fmt("%s/bulk/x.log", src), 100, 1);
+	t_write_random(tw_fmt("%s/bulk/keep.log", src), 100, 2);
+	t_write_random(tw_fmt("%s/a/y.log", src), 100, 3);
+	for (int k = 0; k < 2; k++) {
+		const char *d = k ? ref : dst;
+
+		tw_mkdirs(d);
+		/* in the way of --delete, excluded: it stays */
+		tw_mkdirs(tw_fmt("%s/fsrc/bulk", d));
+		t_write_random(tw_fmt("%s/fsrc/bulk/stale.log", d), 10, 4);
+		t_write_random(tw_fmt("%s/fsrc/bulk/stale", d), 10, 5);
+		n = 0;
+		argv[n++] = k ? "rsync" : BFO_CLI;
+		if (!k)
+			argv[n++] = "cp";
+		argv[n++] = k ? "-aHX" : "-a";
+		argv[n++] = "--delete";
+		for (int i = 0; rules[i]; i++)
+			argv[n++] = (char *)rules[i];
+		argv[n++] = src;
+		argv[n++] = (char *)d;
+		argv[n] = NULL;
+		tw_run(&r, NULL, 0, (uid_t)-1, (gid_t)-1, argv);
+		TW_CHECK(r.status == 0, "[%s with filters] exit %d: %s", argv[0], r.status, r.err);
+		tw_run_free(&r);
+	}
+	/* rsync sets no atime, and its -H links after the directories' times */
+	int nd = tw_tree_diff(ref, dst, TW_MODE | TW_OWNER | TW_XATTRS | TW_LINKS, NULL, msg, sizeof(msg));
+
+	TW_CHECK(nd == 0, "[filters] %d differences from rsync -a --delete with the same rules: %s", nd, msg);
+	TW_CHECK(tw_exists(tw_fmt("%s/fsrc/bulk/stale.log", dst)) && !tw_exists(tw_fmt("%s/fsrc/bulk/stale", dst)) &&
+		 !tw_exists(tw_fmt("%s/fsrc/bulk/x.log", dst)) && tw_exists(tw_fmt("%s/fsrc/bulk/keep.log", dst)) &&
+		 !tw_exists(tw_fmt("%s/fsrc/bulk/d1", dst)) && !tw_exists(tw_fmt("%s/fsrc/bulk/d5/f10", dst)),
+		 "[filters] the rules were not applied as rsync applies them");
+	t_sh("rm -rf '%s' '%s' '%s'", src, dst, ref);
+	free(src);
+	free(dst);
+	free(ref);
+	t_log("filters: the copy equals rsync -a --delete with the same rules");
+	tw_checks_end();
+}
+
+/* ------------------------------------------------------------ delete safety */
+
+struct swap {
+	const char *dst;            /* the copy's root */
+	const char *victim;         /* outside it */
+	int swaps;
+};
+
+/* At the first deletion below gone/, gone goes aside and a symbolic link
+ * to the victim takes its name. */
+static void swap_dir(void *arg, const char *path)
+{
+	struct swap *s = arg;
+
+	if (s->swaps || !strstr(path, "gone/"))
+		return;
+	const char *g = tw_fmt("%s/sw/gone", s->dst);
+
+	if (rename(g, tw_fmt("%s/sw/gone.moved", s->dst)) == 0 && symlink(s->victim, g) == 0)
+		s->swaps++;
+}
+
+static void scenario_delete_safety(void *arg)
+{
+	struct env *v = arg;
+	char *src = t_path(v->tmp, "sw"), *dst = t_path(v->tmp, "swdst"), *victim = t_path(v->tmp, "victim");
+	char msg[4096];
+	struct tw_run r;
+
+	/* a directory of the copy swapped for a link while its entries go */
+	tw_mkdirs(tw_fmt("%s/keep", src));
+	t_write_random(tw_fmt("%s/keep/k", src), 100, 1);
+	tw_mkdirs(tw_fmt("%s/sw/gone", dst));
+	tw_mkdirs(victim);
+	for (int i = 0; i < 5; i++) {
+		t_write_random(tw_fmt("%s/sw/gone/g%d", dst, i), 100, 10 + (uint64_t)i);
+		t_write_random(tw_fmt("%s/g%d", victim, i), 100, 20 + (uint64_t)i);   /* the same names */
+	}
+	struct tw_snap *vs = tw_snapshot(victim);
+	struct swap s = { dst, victim, 0 };
+	struct bfo_copier *c;
+	const char *srcs[] = { src };
+
+	bfo_test_hooks.before_delete = swap_dir;
+	bfo_test_hooks.arg = &s;
+	T_OK(bfo_copier_create(&c, NULL, NULL, BFO_COPY_ARCHIVE | BFO_COPY_UPDATE | BFO_COPY_INTO |
+			       BFO_COPY_DELETE, NULL));
+	int ret = bfo_copier_run(c, srcs, 1, dst);
+
+	bfo_test_hooks.before_delete = NULL;
+	bfo_copier_destroy(c);
+	TW_CHECK(s.swaps == 1, "the swap never came (%d): nothing was tested", s.swaps);
+	TW_CHECK(ret >= 0, "the run failed: %s", bfo_strerror(ret));
+	TW_CHECK(tw_snap_diff(vs, victim, false, msg, sizeof(msg)) == 0,
+		 "--delete through a directory swapped for a link changed what is outside: %s", msg);
+	TW_CHECK(tw_exists(tw_fmt("%s/sw/keep/k", dst)), "the copy was not made");
+	tw_snap_free(vs);
+
+	/* a source directory that cannot be read: nothing is deleted */
+	if (root_user) {
+		char *u = t_path(v->tmp, "uid65534");
+
+		tw_mkdirs(tw_fmt("%s/src/open", u));
+		tw_mkdirs(tw_fmt("%s/src/closed", u));
+		t_write_random(tw_fmt("%s/src/open/a", u), 10, 1);
+		t_write_random(tw_fmt("%s/src/closed/b", u), 10, 2);
+		tw_mkdirs(tw_fmt("%s/dst", u));
+		T_ASSERT(t_sh("chown -R 65534:65534 '%s' && chmod 0755 '%s'", u, u) == 0, "chown");
+		char *argv[] = { BFO_CLI, "cp", "-a", (char *)tw_fmt("%s/src", u), (char *)tw_fmt("%s/dst", u),
+				 NULL };
+
+		tw_run(&r, NULL, 0, 65534, 65534, argv);
+		T_ASSERT(r.status == 0, "first copy as uid 65534: %s", r.err);
+		tw_run_free(&r);
+		T_ASSERT(chmod(tw_fmt("%s/src/closed", u), 0) == 0, "chmod");
+		char *argv2[] = { BFO_CLI, "cp", "-a", "--delete", (char *)tw_fmt("%s/src", u),
+				  (char *)tw_fmt("%s/dst", u), NULL };
+
+		tw_run(&r, NULL, 0, 65534, 65534, argv2);
+		TW_CHECK(r.status == 1 && strstr(r.err, "nothing deleted"),
+			 "[an unreadable source directory] exit %d: %s", r.status, r.err);
+		TW_CHECK(tw_exists(tw_fmt("%s/dst/src/closed/b", u)),
+			 "[an unreadable source directory] its copy's files were deleted");
+		tw_run_free(&r);
+		chmod(tw_fmt("%s/src/closed", u), 0755);
+		free(u);
+	} else {
+		t_log("delete safety: the unreadable source needs root (to become uid 65534)");
+	}
+	t_sh("rm -rf '%s' '%s' '%s'", src, dst, victim);
+	free(src);
+	free(dst);
+	free(victim);
+	t_log("delete safety: a swap for a link deleted nothing outside; an unreadable source deleted nothing");
+	tw_checks_end();
+}
+
+/* ------------------------------------------------------------ remote */
+
+/* bfo cp ARGS... through the remote shell that runs the far side here. */
+static void cp_rsh(const struct env *v, struct tw_run *r, const char *const *args)
+{
+	char *argv[40];
+	int n = 0;
+
+	argv[n++] = BFO_CLI;
+	argv[n++] = "cp";
+	argv[n++] = "--rsh";
+	argv[n++] = (char *)v->rsh;
+	argv[n++] = "--remote-bfo";
+	argv[n++] = BFO_CLI;
+	for (; *args && n < 39; args++)
+		argv[n++] = (char *)*args;
+	argv[n] = NULL;
+	tw_run(r, NULL, 0, (uid_t)-1, (gid_t)-1, argv);
+}
+
+/* "X B on the wire" of a summary line, in bytes, or -1. */
+static double wire_of(const char *err)
+{
+	const char *p = strstr(err, " on the wire");
+	double x;
+	char unit[4];
+
+	while (p && p > err && p[-1] != ';')
+		p--;
+	if (!p || sscanf(p, " %lf %3s", &x, unit) != 2)
+		return -1;
+	return !strcmp(unit, "MB") ? x * 1e6 : !strcmp(unit, "kB") ? x * 1e3 : x;
+}
+
+static void scenario_remote(void *arg)
+{
+	struct env *v = arg;
+	char *src = t_path(v->tmp, "rsrc"), *push = t_path(v->tmp, "push"), *pull = t_path(v->tmp, "pull");
+	char *ref = t_path(v->tmp, "rref"), written[4096], deleted[8192], msg[4096];
+	char *hpush = t_pathf("h:%s", push), *hsrc = t_pathf("h:%s", src);
+	struct tw_run r;
+
+	make_tree(src, 14);
+	tw_mkdirs(push);
+	for (int k = 0; k < 2; k++) {
+		const char *a[] = { "-a", k ? hsrc : src, k ? pull : hpush, NULL };
+
+		cp_rsh(v, &r, a);
+		T_ASSERT(r.status == 0, "[%s] first copy: %s", k ? "pull" : "push", r.err);
+		tw_run_free(&r);
+	}
+	change(src, "rsrc", written, sizeof(written), deleted, sizeof(deleted));
+	tw_mkdirs(ref);
+	tw_runl(&r, "cp", "-a", src, ref, (char *)NULL);
+	T_ASSERT(r.status == 0, "cp -a: %s", r.err);
+	tw_run_free(&r);
+	for (int k = 0; k < 2; k++) {
+		const char *what = k ? "pull" : "push", *top = k ? pull : push;
+		const char *a[] = { "-a", "--delete", "-v", k ? hsrc : src, k ? pull : hpush, NULL };
+		struct tw_snap *snap;
+
+		cp_rsh(v, &r, a);
+		TW_CHECK(r.status == 0, "[%s --delete] exit %d: %s", what, r.status, r.err);
+		{
+			char *got = files_of(r.out, v->tmp), *want = files_of(written, v->tmp);
+			char *gotd = sorted_lines(r.out, "deleting ", true), *wantd = sorted_lines(deleted, NULL, false);
+
+			TW_CHECK(!strcmp(got, want), "[%s --delete -v] written:\n%s\nexpected:\n%s", what, got, want);
+			TW_CHECK(!strcmp(gotd, wantd), "[%s --delete -v] deleted:\n%s\nexpected:\n%s", what, gotd,
+				 wantd);
+			free(got);
+			free(want);
+			free(gotd);
+			free(wantd);
+		}
+		tw_run_free(&r);
+		tw_expect_copy(tw_fmt("%s/rsrc", ref), tw_fmt("%s/rsrc", top), cpa_flags() | TW_TOP,
+			       tw_fmt("%s sync after a change (--delete)", what));
+		/* nothing changed: no file, no file data on the wire, nothing touched */
+		snap = tw_snapshot(top);
+		const char *b[] = { "-a", "--delete", "--stats", k ? hsrc : src, k ? pull : hpush, NULL };
+
+		cp_rsh(v, &r, b);
+		double wire = wire_of(r.err);
+
+		TW_CHECK(r.status == 0 && strstr(r.err, k ? " 0 files written (0 B)" : " 0 files sent (0 B)") &&
+			 summary_of(r.err, " deleted") == 0,
+			 "[%s, no change] exit %d: %s", what, r.status, r.err);
+		/* the list alone: about 50 bytes an entry, where the tree is 35 MB */
+		TW_CHECK(wire > 0 && wire < 100 * 500, "[%s, no change] %.0f bytes on the wire: %s", what, wire,
+			 r.err);
+		TW_CHECK(tw_snap_diff(snap, top, false, msg, sizeof(msg)) == 0, "[%s, no change] the copy changed: %s",
+			 what, msg);
+		t_log("%s, no change: %.0f bytes on the wire", what, wire);
+		tw_run_free(&r);
+		tw_snap_free(snap);
+	}
+	/* -z: the same tree; on text, fewer bytes */
+	{
+		char *txt = t_path(v->tmp, "text"), *zd = t_path(v->tmp, "zdst"), *pd = t_path(v->tmp, "pdst");
+		double wz, wp;
+
+		tw_mkdirs(txt);
+		for (int i = 0; i < 40; i++) {
+			FILE *f = fopen(tw_fmt("%s/t%02d.txt", txt, i), "w");
+
+			T_ASSERT(f, "text");
+			for (int l = 0; l < 400; l++)
+				fprintf(f, "line %d of file %d: the quick brown fox jumps over the lazy dog\n", l, i);
+			fclose(f);
+		}
+		char *hz = t_pathf("h:%s", zd), *hp = t_pathf("h:%s", pd);
+		const char *az[] = { "-a", "-z", "--stats", txt, hz, NULL };
+
+		cp_rsh(v, &r, az);
+		wz = wire_of(r.err);
+		TW_CHECK(r.status == 0, "[-z] exit %d: %s", r.status, r.err);
+		tw_run_free(&r);
+		const char *ap[] = { "-a", "--stats", txt, hp, NULL };
+
+		cp_rsh(v, &r, ap);
+		wp = wire_of(r.err);
+		tw_run_free(&r);
+		tw_expect_copy(txt, tw_fmt("%s/text", zd), cpa_flags() | TW_TOP, "-z");
+		TW_CHECK(wz > 0 && wp > 0 && wz * 5 < wp, "[-z] %.0f bytes on the wire, %.0f without", wz, wp);
+		t_log("-z on text: %.0f bytes on the wire, %.0f without", wz, wp);
+		t_sh("rm -rf '%s' '%s' '%s'", txt, zd, pd);
+		free(hz);
+		free(hp);
+		free(txt);
+		free(zd);
+		free(pd);
+	}
+	t_sh("rm -rf '%s' '%s' '%s' '%s'", src, push, pull, ref);
+	free(src);
+	free(push);
+	free(pull);
+	free(ref);
+	free(hpush);
+	free(hsrc);
+	t_log("remote: push and pull syncs equal cp -a; a no-change rerun sent no file data");
+	tw_checks_end();
+}
+
+/* ------------------------------------------------------------ kill */
+
+static const char *old_root, *new_root, *dst_root;
+static int old_or_new_bad;
+
+/* A regular file of the copy is its old version or its new one, whole. */
+static int old_or_new_visit(const char *p, const struct stat *st, int type, struct FTW *f)
+{
+	const char *rel = p + strlen(dst_root);
+	uint8_t *a = NULL, *b = NULL;
+	uint64_t la = 0, lb = 0;
+	bool is_new, is_old;
+
+	(void)f;
+	if (type != FTW_F || !S_ISREG(st->st_mode) || strstr(p, "/.bfo-journal"))
+		return 0;
+	uint8_t *got;
+	uint64_t lg;
+
+	T_ASSERT(t_read_plain(p, &got, &lg) == 0, "read %s", p);
+	is_new = t_read_plain(tw_fmt("%s%s", new_root, rel), &a, &la) == 0 && la == lg && !memcmp(a, got, lg);
+	is_old = t_read_plain(tw_fmt("%s%s", old_root, rel), &b, &lb) == 0 && lb == lg && !memcmp(b, got, lg);
+	if (!is_new && !is_old) {
+		TW_CHECK(0, "%s is neither its old nor its new version", tw_esc(rel));
+		old_or_new_bad++;
+	}
+	free(a);
+	free(b);
+	free(got);
+	return 0;
+}
+
+static void scenario_kill(void *arg)
+{
+	struct env *v = arg;
+	char *src = t_path(v->tmp, "ksrc"), *top = t_path(v->tmp, "ktop"), *old = t_path(v->tmp, "kold");
+	char *ref = t_path(v->tmp, "kref"), written[4096], deleted[8192];
+	uint64_t seed = 99;
+	struct tw_run r;
+
+	make_tree(src, 15);
+	/* more to write: long enough to be killed inside */
+	for (int i = 0; i < 200; i++)
+		t_write_random(tw_fmt("%s/bulk/d0/big%03d", src, i), 65536, 500 + (uint64_t)i);
+	tw_mkdirs(top);
+	tw_runl(&r, BFO_CLI, "cp", "-a", src, top, (char *)NULL);
+	T_ASSERT(r.status == 0, "first copy: %s", r.err);
+	tw_run_free(&r);
+	t_sh("cp -a '%s' '%s'", top, old);
+	change(src, "ksrc", written, sizeof(written), deleted, sizeof(deleted));
+	/* and every big file rewritten: most of the sync is their bytes */
+	for (int i = 0; i < 200; i++)
+		t_write_random(tw_fmt("%s/bulk/d0/big%03d", src, i), 65536, 900 + (uint64_t)i);
+	tw_mkdirs(ref);
+	tw_runl(&r, "cp", "-a", src, ref, (char *)NULL);
+	T_ASSERT(r.status == 0, "cp -a: %s", r.err);
+	tw_run_free(&r);
+	for (int k = 0; k < 6; k++) {
+		bool remote = k % 2;
+		char *argv[12], *htop = t_pathf("h:%s", top);
+		int n = 0;
+
+		t_sh("rm -rf '%s' && cp -a '%s' '%s'", top, old, top);
+		argv[n++] = BFO_CLI;
+		argv[n++] = "cp";
+		argv[n++] = "-a";
+		argv[n++] = "--delete";
+		if (remote) {
+			argv[n++] = "--rsh";
+			argv[n++] = (char *)v->rsh;
+			argv[n++] = "--remote-bfo";
+			argv[n++] = BFO_CLI;
+		}
+		argv[n++] = src;
+		argv[n++] = remote ? htop : top;
+		argv[n] = NULL;
+		pid_t pid = tw_spawn(argv, NULL, NULL);
+
+		tw_sleep_ns(t_rand_range(&seed, 5, 400) * 1000000ull);
+		/* the whole group: the remote shell's far side too, gone */
+		kill(-pid, SIGKILL);
+		int st = tw_wait(pid);
+
+		for (int i = 0; i < 1000 && kill(-pid, 0) == 0; i++)
+			tw_sleep_ns(10000000);
+
+		tw_runl(&r, BFO_CLI, "recover", top, (char *)NULL);
+		TW_CHECK(r.status == 0, "[kill %d] bfo recover: %s", k, r.err);
+		tw_run_free(&r);
+		old_root = tw_fmt("%s/ksrc", old);
+		old_root = strdup(old_root);
+		new_root = src;
+		dst_root = tw_fmt("%s/ksrc", top);
+		dst_root = strdup(dst_root);
+		old_or_new_bad = 0;
+		T_ASSERT(nftw(dst_root, old_or_new_visit, 32, FTW_PHYS) == 0, "walk");
+		char lmsg[1024];
+
+		TW_CHECK(tw_leftovers(top, true, lmsg, sizeof(lmsg)) == 0, "[kill %d] leftovers: %s", k, lmsg);
+		t_log("kill %d (%s, exit %d): %d files neither old nor new", k, remote ? "remote" : "local", st,
+		      old_or_new_bad);
+		free((char *)old_root);
+		free((char *)dst_root);
+		/* the same command again finishes the sync */
+		argv[n] = NULL;
+		tw_run(&r, NULL, 0, (uid_t)-1, (gid_t)-1, argv);
+		TW_CHECK(r.status == 0, "[kill %d, then again] exit %d: %s", k, r.status, r.err);
+		tw_run_free(&r);
+		tw_expect_copy(tw_fmt("%s/ksrc", ref), tw_fmt("%s/ksrc", top), cpa_flags() | TW_TOP,
+			       tw_fmt("killed sync %d, run again", k));
+		free(htop);
+	}
+	t_sh("rm -rf '%s' '%s' '%s' '%s'", src, top, old, ref);
+	free(src);
+	free(top);
+	free(old);
+	free(ref);
+	t_log("kills: every file old or new, whole; the same command then finished the sync");
+	tw_checks_end();
+}
+
+int main(void)
+{
+	static struct env v;
+
+	t_init("t_sync", 900);
+	root_user = t_is_root();
+	umask(022);
+	v.tmp = t_tmpdir();
+	/* a remote shell that runs the far side here, as ssh would: the host
+	 * dropped, the rest one command line for sh */
+	v.rsh = t_path(v.tmp, "rsh");
+	{
+		static const char sh[] = "#!/bin/sh\nshift\nexec sh -c \"$*\"\n";
+
+		t_write_bytes(v.rsh, sh, sizeof(sh) - 1);
+	}
+	chmod(v.rsh, 0755);
+	if (!t_have_prog("rsync"))
+		t_log("rsync is not installed: the filters are not compared with it");
+	t_subtest("local", 300, scenario_local, &v);
+	t_subtest("dry run", 300, scenario_dry, &v);
+	if (t_have_prog("rsync"))
+		t_subtest("filters", 300, scenario_filters, &v);
+	t_subtest("delete safety", 120, scenario_delete_safety, &v);
+	t_subtest("remote", 300, scenario_remote, &v);
+	t_subtest("kill", 600, scenario_kill, &v);
+	t_done();
+	return 0;
+}
