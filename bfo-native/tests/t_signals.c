@@ -28,9 +28,9 @@
  *    temporary, every file still identical;
  *  - bfo send's cut stream given to bfo recv: exit 0 (whole) or 1 or 2
  *    (cut), and the same destination checks.
- * First, the commands that read stdin (read -, write, write --tar, recv)
- * waiting on a pipe whose writer stays silent: SIGINT and SIGTERM end
- * them (130, 143) within the bound.
+ * First, the commands that read stdin (read -, write, write --tar, recv,
+ * and send --server: its back channel) waiting on a pipe whose writer
+ * stays silent: SIGINT and SIGTERM end them (130, 143) within the bound.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -426,8 +426,12 @@ static void run_stalled(void)
 	char *write_a[] = { (char *)bfo, "write", dst, NULL };
 	char *tar_a[] = { (char *)bfo, "write", "--tar", dst, NULL };
 	char *recv_a[] = { (char *)bfo, "recv", dst, NULL };
+	/* the far side of bfo cp HOST:, its back channel on stdin: it waits
+	 * for the receiver's first answer (HELLO) */
+	char *send_a[] = { (char *)bfo, "send", "--server", "-a", srcc, NULL };
 	struct { const char *name; char **argv; } c[] = {
 		{ "read -", read_a }, { "write", write_a }, { "write --tar", tar_a }, { "recv", recv_a },
+		{ "send --server", send_a },
 	};
 
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
@@ -449,7 +453,8 @@ static void run_stalled(void)
 				 c[i].name, k ? "SIGTERM" : "SIGINT", status, 128 + sig);
 		}
 	}
-	t_log("waiting on a silent pipe (read -, write, write --tar, recv): SIGINT 130, SIGTERM 143");
+	t_log("waiting on a silent pipe (read -, write, write --tar, recv, send --server): SIGINT 130, "
+	      "SIGTERM 143");
 }
 
 int main(void)

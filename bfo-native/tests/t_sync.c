@@ -32,7 +32,11 @@
  *    changes nothing; -z gives the same tree, and on text fewer bytes.
  *  - kill: the local and the remote sync (with --delete) killed at several
  *    points; after bfo recover each file of DST is its old or its new
- *    version, whole, and the same command then finishes the sync.
+ *    version, whole, and the same command then finishes the sync.  Then
+ *    the same with SIGINT (to the process group, as ^C) and SIGTERM (to
+ *    the process): exit 130 or 143 (or 0, done first), everything it
+ *    started gone within BOUND_S s (the list, the back channel and the
+ *    index scan stop too), no temporary left even before bfo recover.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -48,6 +52,8 @@
 
 #include "test_hooks.h"
 #include "t_wutil.h"
+
+#define BOUND_S 20                  /* signal to exit: generous, the machine may be loaded */
 
 static bool root_user;
 
@@ -587,8 +593,11 @@ static int old_or_new_visit(const char *p, const struct stat *st, int type, stru
 	uint64_t lg;
 
 	T_ASSERT(t_read_plain(p, &got, &lg) == 0, "read %s", p);
-	is_new = t_read_plain(tw_fmt("%s%s", new_root, rel), &a, &la) == 0 && la == lg && !memcmp(a, got, lg);
-	is_old = t_read_plain(tw_fmt("%s%s", old_root, rel), &b, &lb) == 0 && lb == lg && !memcmp(b, got, lg);
+	/* (an empty file's buffers may be NULL: memcmp is not given them) */
+	is_new = t_read_plain(tw_fmt("%s%s", new_root, rel), &a, &la) == 0 && la == lg &&
+		 (!lg || !memcmp(a, got, lg));
+	is_old = t_read_plain(tw_fmt("%s%s", old_root, rel), &b, &lb) == 0 && lb == lg &&
+		 (!lg || !memcmp(b, got, lg));
 	if (!is_new && !is_old) {
 		TW_CHECK(0, "%s is neither its old nor its new version", tw_esc(rel));
 		old_or_new_bad++;
@@ -597,6 +606,72 @@ static int old_or_new_visit(const char *p, const struct stat *st, int type, stru
 	free(b);
 	free(got);
 	return 0;
+}
+
+/* argv in a process group of its own, stdin /dev/null, stdout and stderr
+ * to out.  The child takes the default actions of SIGINT and SIGTERM
+ * before either can reach it (this test's handlers are not for it). */
+static pid_t spawn_signalled(char *const argv[], const char *out)
+{
+	sigset_t block, old;
+	pid_t pid;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	T_ASSERT(pid >= 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		int i = open("/dev/null", O_RDONLY), o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		alarm(0);
+		setpgid(0, 0);
+		if (i < 0 || o < 0)
+			_exit(126);
+		dup2(i, 0);
+		dup2(o, 1);
+		dup2(o, 2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	setpgid(pid, pid);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return pid;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* bfo cp -a --delete SRC DST, or to h:DST through the remote shell. */
+static void kill_argv(char **argv, const struct env *v, bool remote, const char *src, const char *dst,
+		      const char *hdst)
+{
+	int n = 0;
+
+	argv[n++] = BFO_CLI;
+	argv[n++] = "cp";
+	argv[n++] = "-a";
+	argv[n++] = "--delete";
+	if (remote) {
+		argv[n++] = "--rsh";
+		argv[n++] = (char *)v->rsh;
+		argv[n++] = "--remote-bfo";
+		argv[n++] = BFO_CLI;
+	}
+	argv[n++] = (char *)src;
+	argv[n++] = (char *)(remote ? hdst : dst);
+	argv[n] = NULL;
 }
 
 static void scenario_kill(void *arg)
@@ -624,37 +699,72 @@ static void scenario_kill(void *arg)
 	tw_runl(&r, "cp", "-a", src, ref, (char *)NULL);
 	T_ASSERT(r.status == 0, "cp -a: %s", r.err);
 	tw_run_free(&r);
-	for (int k = 0; k < 6; k++) {
-		bool remote = k % 2;
+	/* T, the whole sync's time (local, remote): the signals come within
+	 * it, where the kills' fixed range may miss a short run */
+	uint64_t full_ms[2];
+
+	for (int m = 0; m < 2; m++) {
 		char *argv[12], *htop = t_pathf("h:%s", top);
-		int n = 0;
+		uint64_t t0;
 
 		t_sh("rm -rf '%s' && cp -a '%s' '%s'", top, old, top);
-		argv[n++] = BFO_CLI;
-		argv[n++] = "cp";
-		argv[n++] = "-a";
-		argv[n++] = "--delete";
-		if (remote) {
-			argv[n++] = "--rsh";
-			argv[n++] = (char *)v->rsh;
-			argv[n++] = "--remote-bfo";
-			argv[n++] = BFO_CLI;
-		}
-		argv[n++] = src;
-		argv[n++] = remote ? htop : top;
-		argv[n] = NULL;
-		pid_t pid = tw_spawn(argv, NULL, NULL);
+		kill_argv(argv, v, m, src, top, htop);
+		t0 = mono_ns();
+		tw_run(&r, NULL, 0, (uid_t)-1, (gid_t)-1, argv);
+		full_ms[m] = (mono_ns() - t0) / 1000000u;
+		T_ASSERT(r.status == 0, "the whole sync (%s): exit %d: %s", m ? "remote" : "local", r.status,
+			 r.err);
+		tw_run_free(&r);
+		free(htop);
+	}
+	t_log("T: %llu ms local, %llu ms remote", (unsigned long long)full_ms[0],
+	      (unsigned long long)full_ms[1]);
+	/* rounds 0-5 SIGKILL, 6-9 SIGINT, 10-13 SIGTERM; odd ones remote */
+	for (int k = 0; k < 14; k++) {
+		bool remote = k % 2;
+		int sig = k < 6 ? SIGKILL : k < 10 ? SIGINT : SIGTERM;
+		char *argv[12], *htop = t_pathf("h:%s", top), *out = t_path(v->tmp, "kout");
 
-		tw_sleep_ns(t_rand_range(&seed, 5, 400) * 1000000ull);
-		/* the whole group: the remote shell's far side too, gone */
-		kill(-pid, SIGKILL);
+		t_sh("rm -rf '%s' && cp -a '%s' '%s'", top, old, top);
+		kill_argv(argv, v, remote, src, top, htop);
+		pid_t pid = sig == SIGKILL ? tw_spawn(argv, NULL, NULL) : spawn_signalled(argv, out);
+
+		tw_sleep_ns((sig == SIGKILL ? t_rand_range(&seed, 5, 400) :
+			     t_rand_range(&seed, 0, full_ms[remote])) * 1000000ull);
+		/* SIGKILL: the whole group, the remote shell's far side too,
+		 * gone; SIGINT: the group, as ^C; SIGTERM: bfo only, as kill */
+		uint64_t t0 = mono_ns();
+
+		kill(sig == SIGTERM ? pid : -pid, sig);
 		int st = tw_wait(pid);
+		int gone = 0;
 
-		for (int i = 0; i < 1000 && kill(-pid, 0) == 0; i++)
+		while (gone < BOUND_S * 100 && kill(-pid, 0) == 0) {
 			tw_sleep_ns(10000000);
+			gone++;
+		}
+		if (sig != SIGKILL) {
+			char tmsg[1024];
+			uint8_t *err = NULL;
+			uint64_t len = 0;
+			double ms = (double)(mono_ns() - t0) / 1e6;
+
+			t_read_plain(out, &err, &len);
+			TW_CHECK(st == 0 || st == 128 + sig, "[%s %d] exit %d, expected 0 or %d: %.*s",
+				 strsignal(sig), k, st, 128 + sig, (int)MIN(len, 4000u), err ? (char *)err : "");
+			TW_CHECK(kill(-pid, 0) != 0, "[%s %d] it or a process it started still running %d s "
+				 "after the signal", strsignal(sig), k, BOUND_S);
+			/* not a crash: nothing half made before recovery either */
+			TW_CHECK(tw_leftovers(top, false, tmsg, sizeof(tmsg)) == 0,
+				 "[%s %d] temporaries left: %s", strsignal(sig), k, tmsg);
+			t_log("%s %d (%s): exit %d, %.0f ms from the signal until all its processes ended",
+			      strsignal(sig), k, remote ? "remote" : "local", st, ms);
+			free(err);
+		}
 
 		tw_runl(&r, BFO_CLI, "recover", top, (char *)NULL);
 		TW_CHECK(r.status == 0, "[kill %d] bfo recover: %s", k, r.err);
+		free(out);
 		tw_run_free(&r);
 		old_root = tw_fmt("%s/ksrc", old);
 		old_root = strdup(old_root);
@@ -671,7 +781,6 @@ static void scenario_kill(void *arg)
 		free((char *)old_root);
 		free((char *)dst_root);
 		/* the same command again finishes the sync */
-		argv[n] = NULL;
 		tw_run(&r, NULL, 0, (uid_t)-1, (gid_t)-1, argv);
 		TW_CHECK(r.status == 0, "[kill %d, then again] exit %d: %s", k, r.status, r.err);
 		tw_run_free(&r);
@@ -684,7 +793,7 @@ static void scenario_kill(void *arg)
 	free(top);
 	free(old);
 	free(ref);
-	t_log("kills: every file old or new, whole; the same command then finished the sync");
+	t_log("kills, SIGINT, SIGTERM: every file old or new, whole; the same command then finished the sync");
 	tw_checks_end();
 }
 
