@@ -61,6 +61,16 @@ final class FileTable {
     private int namesUsed;
     /** The large files (file index to status), noted by the lister when it was asked to. */
     final Map<Integer, FileStatus> large = new HashMap<>();
+    /** Subdirectories a non-recursive listing passed over, and the first of them (for the client's warning). */
+    long skippedDirs;
+    String firstSkippedDir;
+
+    /** Notes a subdirectory that a non-recursive listing does not enter. */
+    void skippedDir(String path) {
+        if (skippedDirs++ == 0) {
+            firstSkippedDir = path;
+        }
+    }
 
     int dir(String path) {
         Integer i = dirIndex.get(path);

@@ -216,6 +216,7 @@ final class InputLister {
     private List<Path> listDir(FileSystem fs, Path dir) throws IOException {
         List<Path> subdirs = new ArrayList<>();
         List<LocatedFileStatus> files = new ArrayList<>();
+        List<String> skipped = new ArrayList<>(0);
         Set<String> crcNames = null;
         boolean checksummed = fs instanceof ChecksumFileSystem;
         RemoteIterator<LocatedFileStatus> it = fs.listLocatedStatus(dir);
@@ -235,9 +236,18 @@ final class InputLister {
             if (st.isDirectory()) {
                 if (recursive) {
                     subdirs.add(p);
+                } else {
+                    skipped.add(p.toString());
                 }
             } else if (st.isFile()) {
                 files.add(st);
+            }
+        }
+        if (!skipped.isEmpty()) {
+            synchronized (lock) {
+                for (String s : skipped) {
+                    table.skippedDir(s);
+                }
             }
         }
         if (!files.isEmpty()) {

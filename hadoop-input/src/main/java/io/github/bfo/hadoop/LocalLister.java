@@ -138,6 +138,8 @@ final class LocalLister {
                     if (kind[k] == 2) {
                         if (recursive) {
                             next.add(new Path(level.get(di), candName.get(k)));
+                        } else {
+                            table.skippedDir(new Path(level.get(di), candName.get(k)).toString());
                         }
                     } else if (kind[k] == 1) {
                         if (tableDir[di] < 0) {

@@ -117,6 +117,7 @@ public final class SplitPlanner {
         }
         long t0 = System.nanoTime();
         FileTable table = InputLister.list(conf, inputs, cutter);
+        warnSkippedDirs(table);
         long t1 = System.nanoTime();
         int[] order = order(table, conf);
         long t2 = System.nanoTime();
@@ -130,6 +131,19 @@ public final class SplitPlanner {
                         + "into {} more; listing {} ms, ordering {} ms, packing {} ms", table.size, table.totalBytes(),
                 batches.size(), maxSize, maxFiles, whole - order.length, pieces == null ? 0 : pieces.size(),
                 (t1 - t0) / 1_000_000, (t2 - t1) / 1_000_000, (t3 - t2) / 1_000_000);
+    }
+
+    /**
+     * Says on the client what a non-recursive input passed over: a directory of subdirectories otherwise
+     * plans 0 splits and the job succeeds with an empty output (as CombineTextInputFormat's does).
+     */
+    static void warnSkippedDirs(FileTable table) {
+        if (table.skippedDirs > 0) {
+            LOG.warn("BFO: {} subdirector{} of the input skipped (the first: {}), {} files listed: set {}=true to "
+                            + "read the files in subdirectories", table.skippedDirs,
+                    table.skippedDirs == 1 ? "y" : "ies", table.firstSkippedDir, table.size,
+                    BfoInputConfig.INPUT_DIR_RECURSIVE);
+        }
     }
 
     /**

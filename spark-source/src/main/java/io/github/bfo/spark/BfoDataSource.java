@@ -14,6 +14,7 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableProvider;
 import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.errors.QueryCompilationErrors;
 import org.apache.spark.sql.functions;
 import org.apache.spark.sql.sources.BaseRelation;
 import org.apache.spark.sql.sources.CreatableRelationProvider;
@@ -104,8 +105,9 @@ public final class BfoDataSource implements TableProvider, DataSourceRegister, C
         switch (mode) {
             case ErrorIfExists -> {
                 if (exists) {
-                    throw new IllegalStateException("bfo write: path " + target + " already exists. Set mode as "
-                            + "\"overwrite\" to overwrite it, \"append\" to add files to it, or \"ignore\".");
+                    // Spark's file sources' error: AnalysisException [PATH_ALREADY_EXISTS], the qualified path
+                    throw ScalaInterop.sneaky(QueryCompilationErrors.outputPathAlreadyExistsError(
+                            new org.apache.hadoop.fs.Path(target.qualified())));
                 }
             }
             case Ignore -> {

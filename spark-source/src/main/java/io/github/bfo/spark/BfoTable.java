@@ -10,7 +10,7 @@ import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.expressions.Expressions;
 import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.connector.read.ScanBuilder;
-import org.apache.spark.sql.execution.datasources.binaryfile.BinaryFileFormat$;
+import org.apache.spark.sql.errors.QueryCompilationErrors;
 import org.apache.spark.sql.internal.SQLConf;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
@@ -89,8 +89,10 @@ public final class BfoTable implements SupportsRead {
 
     /**
      * A user-specified schema: each field one of the source's columns (same type; names matched as Spark
-     * matches them, given as the source spells them), in any order, any subset. Otherwise binaryFile's
-     * error (text's for format=text), which binaryFile raises for any schema but its own.
+     * matches them, given as the source spells them), in any order, any subset. Otherwise an error of the
+     * class binaryFile raises (IllegalArgumentException) saying what bfo accepts, or, with format=text, the
+     * AnalysisException text raises for the same schema (its error class and message), else one saying what
+     * bfo accepts (text also takes a single string column of another name; bfo does not).
      */
     private StructType userSchema(StructType user, StructType data, StructType parts) {
         boolean caseSensitive = SQLConf.get().caseSensitiveAnalysis();
@@ -110,14 +112,43 @@ public final class BfoTable implements SupportsRead {
             }
         }
         if (!ok) {
-            throw new IllegalArgumentException(bfoOptions.text
-                    ? "Text data source supports only a single column of type string named value, and you have "
-                            + userData.simpleString() + "."
-                    : "requirement failed: \nBinary file data source expects dataSchema: "
-                            + BinaryFileFormat$.MODULE$.schema()
-                            + ",\nbut got: " + userData + ".\n        ");
+            if (bfoOptions.text) {
+                throw textSchemaError(user, userData, parts);
+            }
+            throw new IllegalArgumentException("bfo data source expects a schema of binaryFile's columns ("
+                    + ddl(BINARY_SCHEMA) + ")" + partitionColumns(parts) + ": any of them, in any order, each with "
+                    + "this type (binaryFile itself takes only its four columns, all of them); but got: "
+                    + ddl(user) + ".");
         }
         return out;
+    }
+
+    /** text's own error for a schema it refuses too (a column not a string, several columns); else bfo's. */
+    private static RuntimeException textSchemaError(StructType user, StructType userData, StructType parts) {
+        for (StructField f : userData.fields()) {
+            if (!(f.dataType() instanceof org.apache.spark.sql.types.StringType)) {
+                return ScalaInterop.sneaky(QueryCompilationErrors.dataTypeUnsupportedByDataSourceError("Text", f));
+            }
+        }
+        if (userData.size() > 1) {
+            return ScalaInterop.sneaky(QueryCompilationErrors.textDataSourceWithMultiColumnsError(userData));
+        }
+        return new IllegalArgumentException("bfo data source (format text) expects a schema of text's column ("
+                + ddl(TEXT_SCHEMA) + ")" + partitionColumns(parts) + ": any of them, in any order, each with this "
+                + "type; but got: " + ddl(user) + ".");
+    }
+
+    private static String partitionColumns(StructType parts) {
+        return parts.isEmpty() ? "" : " and the partition columns (" + ddl(parts) + ")";
+    }
+
+    /** "name TYPE, ..." as a user writes a schema (StructType.fromDDL). */
+    private static String ddl(StructType s) {
+        StringBuilder b = new StringBuilder();
+        for (StructField f : s.fields()) {
+            b.append(b.length() == 0 ? "" : ", ").append(f.name()).append(' ').append(f.dataType().sql());
+        }
+        return b.toString();
     }
 
     private static StructField find(StructType s, String name, boolean caseSensitive) {

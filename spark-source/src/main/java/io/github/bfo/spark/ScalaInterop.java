@@ -25,4 +25,17 @@ final class ScalaInterop {
     static Map<String, String> javaMap(scala.collection.Map<String, String> m) {
         return CollectionConverters.asJava(m);
     }
+
+    /**
+     * Throws t, checked or not: Spark's error builders (QueryCompilationErrors) return its AnalysisException,
+     * a checked exception to Java that Scala code throws from anywhere; {@code throw sneaky(t)} does the same.
+     */
+    static RuntimeException sneaky(Throwable t) {
+        return ScalaInterop.<RuntimeException>rethrow(t);
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <E extends Throwable> E rethrow(Throwable t) throws E {
+        throw (E) t;
+    }
 }

@@ -150,6 +150,24 @@ class BfoReadTest extends SparkTestBase {
                 spark.read().format("bfo").load(flat.toString(), flat.resolve("sub").toString()));
     }
 
+    /** The README's warning: plain subdirectories give 0 rows (Spark's rule), recursiveFileLookup and globs all. */
+    @Test
+    void plainSubdirectoriesAreNotReadWithoutRecursiveFileLookup() throws Exception {
+        Path tree = tmp.resolve("plain-tree");
+        write(tree, "2024/01/a.txt", "a\n".getBytes(StandardCharsets.UTF_8));
+        write(tree, "2024/02/b.txt", "b\n".getBytes(StandardCharsets.UTF_8));
+        write(tree, "2025/01/c.txt", "c\n".getBytes(StandardCharsets.UTF_8));
+        assertEquals(0, spark.read().format("binaryFile").load(tree.toString()).count());
+        assertEquals(0, spark.read().format("bfo").load(tree.toString()).count());
+        assertEquals(0, spark.read().format("bfo").option("format", "text").load(tree.toString()).count());
+        Dataset<Row> e = spark.read().format("binaryFile").option("recursiveFileLookup", "true").load(tree.toString());
+        assertEquals(3, e.count());
+        assertSameRows(e, spark.read().format("bfo").option("recursiveFileLookup", "true").load(tree.toString()));
+        assertSameRows(spark.read().format("binaryFile").load(tree + "/*/*"),
+                spark.read().format("bfo").load(tree + "/*/*"));
+        assertEquals(3, spark.read().format("bfo").load(tree + "/*/*").count());
+    }
+
     /** How the scan's roots were listed: {native roots, roots left to Spark}. */
     static long[] listedRoots(Dataset<Row> df) {
         df.collectAsList();

@@ -141,18 +141,55 @@ class BfoResolutionTest extends SparkTestBase {
                 spark.read().format("bfo").option("format", "text").schema(text).load(parted.toString()));
     }
 
+    /** binaryFile's exception class (no error class), with a message saying what bfo accepts. */
     @Test
-    void wrongSchemaFailsWithBinaryFilesMessage() {
+    void wrongSchemaFailsAsBinaryFileDoesSayingWhatBfoAccepts() {
         for (String ddl : new String[] {"path STRING, size BIGINT", "length INT", "content STRING, path STRING"}) {
             StructType wrong = StructType.fromDDL(ddl);
             Exception expected = assertThrows(Exception.class,
                     () -> spark.read().format("binaryFile").schema(wrong).load(parted.toString()).collectAsList());
             Exception actual = assertThrows(Exception.class,
                     () -> spark.read().format("bfo").schema(wrong).load(parted.toString()).collectAsList());
-            String message = innermost(expected).getMessage();
-            assertTrue(message.contains("Binary file data source expects dataSchema"), message);
-            assertEquals(message, innermost(actual).getMessage(), ddl);
+            assertTrue(innermost(expected).getMessage().contains("Binary file data source expects dataSchema"),
+                    innermost(expected).getMessage());
+            assertEquals(innermost(expected).getClass(), innermost(actual).getClass(), ddl);
+            assertFalse(innermost(actual) instanceof org.apache.spark.SparkThrowable, ddl);
+            assertFalse(innermost(expected) instanceof org.apache.spark.SparkThrowable, ddl);
+            assertEquals("bfo data source expects a schema of binaryFile's columns (path STRING, modificationTime "
+                    + "TIMESTAMP, length BIGINT, content BINARY) and the partition columns (year INT): any of them, in "
+                    + "any order, each with this type (binaryFile itself takes only its four columns, all of them); "
+                    + "but got: " + ddl + ".", innermost(actual).getMessage());
         }
+    }
+
+    /** text's own AnalysisException (class, error class, message) where text refuses the schema too. */
+    @Test
+    void wrongTextSchemaFailsAsTextDoes() {
+        for (String ddl : new String[] {"path STRING, size BIGINT", "value INT", "value STRING, x INT",
+            "value STRING, other STRING", "year INT, value BINARY"}) {
+            StructType wrong = StructType.fromDDL(ddl);
+            Exception expected = assertThrows(Exception.class,
+                    () -> spark.read().format("text").schema(wrong).load(parted.toString()).collectAsList());
+            Exception actual = assertThrows(Exception.class, () -> spark.read().format("bfo")
+                    .option("format", "text").schema(wrong).load(parted.toString()).collectAsList());
+            Throwable e = innermost(expected);
+            Throwable a = innermost(actual);
+            assertTrue(e instanceof org.apache.spark.sql.AnalysisException, ddl + ": " + e);
+            assertEquals(e.getClass(), a.getClass(), ddl);
+            assertEquals(((org.apache.spark.SparkThrowable) e).getCondition(),
+                    ((org.apache.spark.SparkThrowable) a).getCondition(), ddl);
+            assertEquals(e.getMessage(), a.getMessage(), ddl);
+        }
+        // text takes a single string column of any name; bfo does not, and says what it takes
+        StructType other = StructType.fromDDL("line STRING");
+        assertEquals(spark.read().text(parted.toString()).count(),
+                spark.read().format("text").schema(other).load(parted.toString()).select("line").count());
+        Exception actual = assertThrows(Exception.class, () -> spark.read().format("bfo").option("format", "text")
+                .schema(other).load(parted.toString()).collectAsList());
+        assertEquals(IllegalArgumentException.class, innermost(actual).getClass());
+        assertEquals("bfo data source (format text) expects a schema of text's column (value STRING) and the "
+                + "partition columns (year INT): any of them, in any order, each with this type; but got: line "
+                + "STRING.", innermost(actual).getMessage());
     }
 
     private static Throwable innermost(Throwable t) {

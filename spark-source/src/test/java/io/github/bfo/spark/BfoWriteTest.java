@@ -92,6 +92,15 @@ class BfoWriteTest extends SparkTestBase {
                 .load(out.toString()).where("value like 'hello % é'").count());
     }
 
+    /** actual is what Spark's own source raised (expected): the same class, error class and message. */
+    static void assertSameError(Exception expected, Exception actual, String errorClass) {
+        assertEquals(org.apache.spark.sql.AnalysisException.class, expected.getClass(), expected.toString());
+        assertEquals(errorClass, ((org.apache.spark.SparkThrowable) expected).getCondition());
+        assertEquals(expected.getClass(), actual.getClass(), actual.toString());
+        assertEquals(errorClass, ((org.apache.spark.SparkThrowable) actual).getCondition());
+        assertEquals(expected.getMessage(), actual.getMessage());
+    }
+
     /** Every durability writes the same files; small batches, so that close has several batches to share a sync. */
     @Test
     void everyDurability() throws Exception {
@@ -111,10 +120,11 @@ class BfoWriteTest extends SparkTestBase {
         files(2, "a.txt", b("A1"), "x/b.txt", b("B1")).write().format("bfo").save(out.toString());
         assertEquals(List.of("a.txt", "x/b.txt"), tree(out));
 
-        // errorifexists (the default)
+        // errorifexists (the default): Spark's file sources' AnalysisException [PATH_ALREADY_EXISTS]
         Exception x = assertThrows(Exception.class, () -> files(1, "c.txt", b("C")).write().format("bfo")
                 .save(out.toString()));
-        assertTrue(BfoReadTest.rootMessage(x).contains("already exists"), BfoReadTest.rootMessage(x));
+        assertSameError(assertThrows(Exception.class, () -> spark.range(1).selectExpr("'t' AS value").write()
+                .text(out.toString())), x, "PATH_ALREADY_EXISTS");
         assertEquals(List.of("a.txt", "x/b.txt"), tree(out));
 
         // ignore: nothing happens

@@ -51,7 +51,11 @@ import java.util.StringTokenizer;
  * </ul>
  * bfo and combine get the same {@code split.maxsize} (the BFO default,
  * 256 MiB, when none is given), so they are compared at the same split
- * size. The mapper splits lines on white space like Hadoop's own WordCount
+ * size. Input directories are read recursively (every format): unless
+ * {@code -D mapreduce.input.fileinputformat.input.dir.recursive=false} is
+ * given, the files in subdirectories are input too, where a Hadoop job
+ * would plan no split for them (or, with TextInputFormat, fail).
+ * The mapper splits lines on white space like Hadoop's own WordCount
  * example; a combiner sums. {@code --read-only} runs a map-only job that
  * only counts records and bytes (no OUT). Prints the job's wall-clock time (and, apart, its submission: listing and split planning)
  * and its counters; the exit status is 0 only when the job succeeded.
@@ -117,6 +121,7 @@ public class WordCount extends Configured implements Tool {
         err.println("usage: WordCount [-D key=value...] [--input-format bfo|combine|text] [--read-only] "
                 + "[--reducers N] IN... OUT");
         err.println("       WordCount --read-only [--input-format ...] IN...");
+        err.println("IN is read recursively (-D " + BfoInputConfig.INPUT_DIR_RECURSIVE + "=false: its top level only)");
     }
 
     /** The input format class for a name: bfo, combine or text. */
@@ -180,6 +185,10 @@ public class WordCount extends Configured implements Tool {
         } catch (IllegalArgumentException e) {
             System.err.println("WordCount: " + e.getMessage());
             return 2;
+        }
+        if (conf.get(BfoInputConfig.INPUT_DIR_RECURSIVE) == null) {
+            // IN is usually a tree of small files: a non-recursive job would plan nothing for its subdirectories
+            conf.setBoolean(BfoInputConfig.INPUT_DIR_RECURSIVE, true);
         }
         long maxSplit = BfoInputConfig.maxSplitSize(conf);
         if (conf.getLong(BfoInputConfig.SPLIT_MAXSIZE, 0) <= 0) {
