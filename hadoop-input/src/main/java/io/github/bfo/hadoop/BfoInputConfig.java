@@ -117,6 +117,20 @@ public final class BfoInputConfig {
     /** Bytes read ahead but not yet consumed, at most (one file or piece may exceed it alone). Default 64 MiB. */
     public static final String FS_BYTES_IN_FLIGHT = "bfo.read.fs.bytes.in.flight";
     public static final long DEFAULT_FS_BYTES_IN_FLIGHT = 64L << 20;
+    /**
+     * How long a task waits for its reads in flight when none of them moves (none finishes, none starts)
+     * before it fails naming the file: a duration (300s, 5m; a plain number is seconds), 0 to wait as long as
+     * the file system's client does. Default 300 s: within MapReduce's own {@code mapreduce.task.timeout}
+     * (600 s), which would kill the task with no word of the file.
+     */
+    public static final String FS_TIMEOUT = "bfo.read.fs.timeout";
+    public static final long DEFAULT_FS_TIMEOUT_SECONDS = 300;
+    /**
+     * Directories listed at once on the client when the input is on a file system other than the local one
+     * and {@link #LIST_STATUS_NUM_THREADS} is not set (FileInputFormat lists one at a time): each listing is a
+     * round trip to a NameNode or an object store.
+     */
+    public static final int DEFAULT_REMOTE_LIST_THREADS = 16;
 
     /** The split size in force: {@link #SPLIT_MAXSIZE} when set above 0, else {@link #SPLIT_DEFAULT_MAXSIZE}. */
     public static long maxSplitSize(Configuration conf) {

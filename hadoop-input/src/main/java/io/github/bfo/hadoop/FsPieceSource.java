@@ -3,6 +3,7 @@ package io.github.bfo.hadoop;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Options;
 import org.apache.hadoop.fs.Path;
@@ -24,6 +25,8 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -34,6 +37,13 @@ import java.util.concurrent.atomic.AtomicInteger;
  * consumer, with at most {@code bfo.read.fs.bytes.in.flight} bytes read
  * but not yet consumed. Pieces are delivered in the split's order.
  * FileSystem checksums (HDFS, ChecksumFileSystem) are the file system's.
+ *
+ * <p>The task never waits forever on the read-ahead: when none of the
+ * pieces in flight has come back and none has started for
+ * {@code bfo.read.fs.timeout}, the read fails naming the file it waits for
+ * (the file systems' clients have their own timeouts and retries; this
+ * bounds what they leave unbounded, such as a NameNode that stops answering
+ * without closing its connections).
  *
  * <p>BYTES_READ: MapTask's own accounting (FileSystem statistics sampled
  * around each record reader call) does not see the prefetch threads' reads
@@ -50,6 +60,8 @@ final class FsPieceSource implements PieceSource {
     private final int maxTasks;
     private final long maxBytes;
     private final long pieceSize;
+    private final long timeoutNanos;     // 0: wait as long as the file system's client does
+    private volatile long lastProgress;  // System.nanoTime() of the last read started or finished
     private final ArrayDeque<Pending> inFlight = new ArrayDeque<>();
     private final List<FileSystem.Statistics> stats = new ArrayList<>();
     private final Piece piece = new Piece();
@@ -80,6 +92,8 @@ final class FsPieceSource implements PieceSource {
         this.maxBytes = Math.max(1, conf.getLongBytes(BfoInputConfig.FS_BYTES_IN_FLIGHT,
                 BfoInputConfig.DEFAULT_FS_BYTES_IN_FLIGHT));
         this.pieceSize = Math.min(BfoInputConfig.largeFile(conf), Integer.MAX_VALUE - 64);
+        this.timeoutNanos = TimeUnit.SECONDS.toNanos(Math.max(0, conf.getTimeDuration(BfoInputConfig.FS_TIMEOUT,
+                BfoInputConfig.DEFAULT_FS_TIMEOUT_SECONDS, TimeUnit.SECONDS)));
         int id = POOL_ID.incrementAndGet();
         this.pool = Executors.newFixedThreadPool(threads, r -> {
             Thread t = new Thread(r, "bfo-fs-read-" + id);
@@ -120,7 +134,14 @@ final class FsPieceSource implements PieceSource {
             }
             boolean last = offset + len >= size;
             Path path = new Path(split.getPathString(file));
-            Future<byte[]> fut = pool.submit(() -> read(path, size, offset, len));
+            lastProgress = System.nanoTime();
+            Future<byte[]> fut = pool.submit(() -> {
+                try {
+                    return read(path, size, offset, len);
+                } finally {
+                    lastProgress = System.nanoTime();
+                }
+            });
             inFlight.add(new Pending(fut, file, offset, size, len, last));
             bytesInFlight += len;
             if (last) {
@@ -149,13 +170,15 @@ final class FsPieceSource implements PieceSource {
     }
 
     /**
-     * Bytes [offset, offset + len) of a file of the listed size: the size and the whole-file read policy are
-     * passed on, so an object store (s3a, abfs, gs) skips its status request and reads without range guessing;
-     * file systems that know neither option ignore them.
+     * Bytes [offset, offset + len) of a file of the listed size: what the listing said (a status of that
+     * length, and the length as an option) and the whole-file read policy are passed on, so an object store
+     * skips its status request (S3A: no HEAD, one GET) and reads without range guessing; file systems that
+     * use neither (HDFS asks the NameNode for the block locations at the open anyway) ignore them.
      */
     private byte[] read(Path path, long size, long offset, int len) throws IOException {
         byte[] b = new byte[len];
         try (FSDataInputStream in = FutureIO.awaitFuture(fileSystem(path).openFile(path)
+                .withFileStatus(new FileStatus(size, false, 1, 0, 0, path))
                 .optLong(Options.OpenFileOptions.FS_OPTION_OPENFILE_LENGTH, size)
                 .opt(Options.OpenFileOptions.FS_OPTION_OPENFILE_READ_POLICY,
                         Options.OpenFileOptions.FS_OPTION_OPENFILE_READ_POLICY_WHOLE_FILE)
@@ -182,7 +205,7 @@ final class FsPieceSource implements PieceSource {
             }
             byte[] b;
             try {
-                b = p.future.get();
+                b = await(p);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new InterruptedIOException("interrupted reading " + split.getPathString(p.file));
@@ -208,6 +231,27 @@ final class FsPieceSource implements PieceSource {
             return piece;
         } finally {
             lastCall = System.nanoTime();
+        }
+    }
+
+    /** p's bytes once read; an IOException when nothing in flight has moved for the timeout. */
+    private byte[] await(Pending p) throws IOException, InterruptedException, ExecutionException {
+        while (true) {
+            if (timeoutNanos == 0 || p.future.isDone()) {
+                return p.future.get();
+            }
+            long left = timeoutNanos - (System.nanoTime() - lastProgress);
+            if (left <= 0) {
+                throw new IOException("bfo: no answer from the file system for "
+                        + TimeUnit.NANOSECONDS.toSeconds(timeoutNanos) + " s while reading "
+                        + split.getPathString(p.file) + " (" + inFlight.size() + " more pieces in flight; "
+                        + BfoInputConfig.FS_TIMEOUT + ")");
+            }
+            try {
+                return p.future.get(left, TimeUnit.NANOSECONDS);
+            } catch (TimeoutException e) {
+                // another read may have moved meanwhile: look again
+            }
         }
     }
 

@@ -28,7 +28,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  * with {@code _} or {@code .} skipped; {@code mapreduce.input.pathFilter.class};
  * {@code input.dir.recursive}; {@code list-status.num-threads} directories
  * listed in parallel; InvalidInputException naming every missing path or
- * empty pattern) straight into a compact {@link FileTable}: no list of
+ * empty pattern; without {@code list-status.num-threads}, directories on
+ * other file systems than the local one are listed
+ * {@link BfoInputConfig#DEFAULT_REMOTE_LIST_THREADS} at a time, each
+ * listing being a round trip) straight into a compact {@link FileTable}: no list of
  * FileStatus objects is kept. Unlike FileInputFormat, a subdirectory of a
  * non-recursive input directory is skipped rather than passed on as a file.
  * While a directory is listed, the {@code .NAME.crc} files beside its files
@@ -116,7 +119,8 @@ final class InputLister {
                     local instanceof ChecksumFileSystem, cutter, local.getDefaultBlockSize(dirsToList.get(0)));
             return table;
         }
-        int threads = Math.max(1, conf.getInt(BfoInputConfig.LIST_STATUS_NUM_THREADS, 1));
+        int threads = Math.max(1, conf.getInt(BfoInputConfig.LIST_STATUS_NUM_THREADS,
+                localOnly(dirFs) ? 1 : BfoInputConfig.DEFAULT_REMOTE_LIST_THREADS));
         if (threads == 1 || dirsToList.isEmpty()) {
             List<Path> work = new ArrayList<>(dirsToList);
             List<FileSystem> workFs = new ArrayList<>(dirFs);

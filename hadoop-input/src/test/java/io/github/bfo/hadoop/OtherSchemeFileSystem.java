@@ -16,7 +16,7 @@ import java.net.URI;
  * listing and reading (the hdfs:, s3a: path) run on local test files.
  * {@link #register} sets {@code fs.bfotest.impl}, Hadoop's standard way.
  */
-public final class OtherSchemeFileSystem extends RawLocalFileSystem {
+public class OtherSchemeFileSystem extends RawLocalFileSystem {
     static final String SCHEME = "bfotest";
 
     @Override

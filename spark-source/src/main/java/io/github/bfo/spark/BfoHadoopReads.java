@@ -14,8 +14,10 @@ import java.util.concurrent.Future;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Options;
 import org.apache.hadoop.fs.Path;
@@ -37,6 +39,14 @@ import org.apache.hadoop.util.functional.FutureIO;
  * so memory stays bounded whatever the sizes. A metadata-only read opens
  * nothing: the listing's length and modification time are the row (what
  * the listing said is what pruning and filters already used).
+ *
+ * <p>The task never waits forever on the read-ahead: when none of the files
+ * in flight has come back and none has started for {@code readTimeout}
+ * (Spark's {@code spark.network.timeout} unless set), the read fails naming
+ * the file it waits for. The file systems' clients have their own timeouts
+ * and retries (HDFS's socket timeout, S3A's request timeouts); this bound is
+ * for what they leave unbounded (a NameNode that stops answering without
+ * closing its connections holds an RPC without end).
  */
 final class BfoHadoopReads implements AutoCloseable {
     private final Configuration conf;
@@ -46,6 +56,8 @@ final class BfoHadoopReads implements AutoCloseable {
     private final int inFlight;
     private final long windowBytes;
     private final int largeFile;
+    private final long timeoutNanos;    // 0: wait as long as the file system's client does
+    private volatile long lastProgress; // System.nanoTime() of the last read started or finished
     private final ArrayDeque<Future<BfoPiece>> ahead = new ArrayDeque<>();
     private final Map<String, FileSystem> fileSystems = new ConcurrentHashMap<>();
     private ThreadPoolExecutor pool;    // made when the first file is read ahead
@@ -55,7 +67,7 @@ final class BfoHadoopReads implements AutoCloseable {
     private Stream stream;              // the large file being streamed, if any
 
     BfoHadoopReads(Configuration conf, BfoInputPartition part, int[] files, boolean readsData, int inFlight,
-                   long windowBytes, long largeFile) {
+                   long windowBytes, long largeFile, long timeoutMillis) {
         this.conf = conf;
         this.part = part;
         this.files = files;
@@ -63,6 +75,7 @@ final class BfoHadoopReads implements AutoCloseable {
         this.inFlight = Math.max(1, inFlight);
         this.windowBytes = Math.max(1, windowBytes);
         this.largeFile = (int) Math.max(4096, Math.min(largeFile, Integer.MAX_VALUE - 16));
+        this.timeoutNanos = TimeUnit.MILLISECONDS.toNanos(Math.max(0, timeoutMillis));
     }
 
     /** The next piece in file order, or null when every file was delivered. */
@@ -92,7 +105,7 @@ final class BfoHadoopReads implements AutoCloseable {
             stream = new Stream(files[delivered]);
             return next();
         }
-        BfoPiece p = take(ahead.poll());
+        BfoPiece p = take(ahead.poll(), files[delivered]);
         bytesAhead -= part.lengths[files[delivered++]];   // ahead holds files[delivered, next), in order
         fill();
         return p;
@@ -115,20 +128,29 @@ final class BfoHadoopReads implements AutoCloseable {
                         });
                 pool.allowCoreThreadTimeOut(true);
             }
-            ahead.add(pool.submit(() -> readWhole(i)));
+            lastProgress = System.nanoTime();
+            ahead.add(pool.submit(() -> {
+                try {
+                    return readWhole(i);
+                } finally {
+                    lastProgress = System.nanoTime();
+                }
+            }));
             bytesAhead += len;
             next++;
         }
     }
 
     /**
-     * File i opened for reading whole: the listed length and the whole-file read policy are passed on, so an
-     * object store (s3a, abfs, gs) skips its status request and reads without range guessing; file systems
-     * that know neither option ignore them.
+     * File i opened for reading whole, with what the listing said: its status (length and modification time)
+     * and the same length as an option, and the whole-file read policy, so that an object store skips its
+     * status request (S3A: no HEAD; one GET of the whole object) and reads without range guessing; file
+     * systems that use neither (HDFS: the open asks the NameNode for the block locations anyway) ignore them.
      */
     private FSDataInputStream open(int i) throws IOException {
         Path p = new Path(part.path(i));
         return FutureIO.awaitFuture(fileSystem(p).openFile(p)
+                .withFileStatus(new FileStatus(part.lengths[i], false, 1, 0, part.modificationTimes[i], p))
                 .optLong(Options.OpenFileOptions.FS_OPTION_OPENFILE_LENGTH, part.lengths[i])
                 .opt(Options.OpenFileOptions.FS_OPTION_OPENFILE_READ_POLICY,
                         Options.OpenFileOptions.FS_OPTION_OPENFILE_READ_POLICY_WHOLE_FILE)
@@ -151,9 +173,29 @@ final class BfoHadoopReads implements AutoCloseable {
         return fs;
     }
 
-    private static BfoPiece take(Future<BfoPiece> f) throws IOException {
+    /**
+     * The piece of file i, read ahead by f, once it is there; an IOException (failing the task, not skipping
+     * the file) when nothing in flight has moved for the timeout.
+     */
+    private BfoPiece take(Future<BfoPiece> f, int i) throws IOException {
         try {
-            return f.get();
+            while (true) {
+                if (timeoutNanos == 0 || f.isDone()) {
+                    return f.get();
+                }
+                long left = timeoutNanos - (System.nanoTime() - lastProgress);
+                if (left <= 0) {
+                    throw new IOException("bfo: no answer from the file system for "
+                            + TimeUnit.NANOSECONDS.toSeconds(timeoutNanos) + " s while reading " + part.path(i)
+                            + " (" + ahead.size() + " more files in flight; option readTimeout, default "
+                            + "spark.network.timeout)");
+                }
+                try {
+                    return f.get(left, TimeUnit.NANOSECONDS);
+                } catch (TimeoutException e) {
+                    // another read may have moved meanwhile: look again
+                }
+            }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new InterruptedIOException("bfo: interrupted while reading");

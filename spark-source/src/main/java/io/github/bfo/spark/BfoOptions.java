@@ -70,6 +70,13 @@ public final class BfoOptions implements Serializable {
     public static final String READS_IN_FLIGHT = "readsInFlight";
     static final int DEFAULT_READS_IN_FLIGHT = 16;
     /**
+     * Files on other Hadoop file systems: how long a task waits for its reads in flight when none of them
+     * moves (none finishes, none starts) before it fails naming the file: a duration (120s, 2m; a plain
+     * number is seconds), 0 to wait as long as the file system's client does. Default: Spark's
+     * spark.network.timeout (120 s unless set).
+     */
+    public static final String READ_TIMEOUT = "readTimeout";
+    /**
      * Write (BatchFileWriter.Durability): batch (default: durable when each task batch returns), close (durable
      * when the task's writer closes, before the task commits; batches share durability points), each (each file
      * durable as soon as it is written, before the next: fsync per file, like rsync --fsync; on HDFS and other
@@ -100,6 +107,7 @@ public final class BfoOptions implements Serializable {
     final int threads;
     final long largeFile;
     final int readsInFlight;
+    final long readTimeoutMillis;
     final BatchFileWriter.Durability durability;
     final long writeBatchBytes;
 
@@ -146,6 +154,7 @@ public final class BfoOptions implements Serializable {
         threads = (int) o.getLong(THREADS, 0);
         largeFile = o.getLong(LARGE_FILE, 16L << 20);
         readsInFlight = (int) Math.min(1024, positive(o, READS_IN_FLIGHT, DEFAULT_READS_IN_FLIGHT));
+        readTimeoutMillis = duration(o, READ_TIMEOUT, networkTimeout());
         durability = enumOption(o, DURABILITY, BatchFileWriter.Durability.class, BatchFileWriter.Durability.BATCH);
         writeBatchBytes = positive(o, WRITE_BATCH_BYTES, 64L << 20);
     }
@@ -156,6 +165,28 @@ public final class BfoOptions implements Serializable {
             throw new IllegalArgumentException("bfo: option " + key + " must be positive: " + v);
         }
         return v;
+    }
+
+    /** Spark's spark.network.timeout in the application's conf (what Spark waits before it calls a peer lost). */
+    private static String networkTimeout() {
+        org.apache.spark.SparkEnv env = org.apache.spark.SparkEnv.get();
+        return env == null ? "120s" : env.conf().get("spark.network.timeout", "120s");
+    }
+
+    /** A duration option in milliseconds (a plain number is seconds, as Spark reads its timeouts); 0 allowed. */
+    private static long duration(CaseInsensitiveStringMap o, String key, String dflt) {
+        String v = o.getOrDefault(key, dflt).trim();
+        long ms;
+        try {
+            ms = JavaUtils.timeStringAsMs(v.matches("[0-9]+") ? v + "s" : v);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("bfo: option " + key + " must be a duration such as 120s, not '" + v
+                    + "'");
+        }
+        if (ms < 0) {
+            throw new IllegalArgumentException("bfo: option " + key + " must not be negative: " + v);
+        }
+        return ms;
     }
 
     /** A positive size given as key or confKey ("4MB" as in the session conf; a plain number is bytes), or null. */

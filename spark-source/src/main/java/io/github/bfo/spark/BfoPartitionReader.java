@@ -121,7 +121,8 @@ final class BfoPartitionReader implements PartitionReader<InternalRow> {
         batchToFile = local;
         if (r > 0) {
             hadoopReads = new BfoHadoopReads(f.hadoopConf(), part, java.util.Arrays.copyOf(remote, r), f.readsData,
-                    f.options.readsInFlight, f.options.readMemoryBytes(), f.options.largeFile);
+                    f.options.readsInFlight, f.options.readMemoryBytes(), f.options.largeFile,
+                    f.options.readTimeoutMillis);
         }
         if (n > 0) {
             startBatch(local, n);

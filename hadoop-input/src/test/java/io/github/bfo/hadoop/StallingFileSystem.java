@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+package io.github.bfo.hadoop;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.Path;
+
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.net.URI;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The local disk under the scheme {@value #SCHEME}, where opening a file
+ * whose name starts with "stall" waits until {@link #release} (as a read from
+ * a server that stopped answering without closing its connections waits): a
+ * deterministic stand-in for a hung server.
+ */
+public final class StallingFileSystem extends OtherSchemeFileSystem {
+    static final String SCHEME = "bfostall";
+    static volatile CountDownLatch gate = new CountDownLatch(1);
+    static final AtomicInteger STALLED = new AtomicInteger();
+
+    @Override
+    public URI getUri() {
+        return URI.create(SCHEME + ":///");
+    }
+
+    @Override
+    public String getScheme() {
+        return SCHEME;
+    }
+
+    @Override
+    public FSDataInputStream open(Path f, int bufferSize) throws IOException {
+        if (f.getName().startsWith("stall")) {
+            STALLED.incrementAndGet();
+            try {
+                gate.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new InterruptedIOException("stalled open of " + f + " interrupted");
+            }
+        }
+        return super.open(f, bufferSize);
+    }
+
+    /** Lets the stalled opens go on, and makes the next ones stall again. */
+    static void release() {
+        CountDownLatch g = gate;
+        gate = new CountDownLatch(1);
+        g.countDown();
+    }
+
+    static Configuration register(Configuration conf) {
+        conf.set("fs." + SCHEME + ".impl", StallingFileSystem.class.getName());
+        return conf;
+    }
+
+    static Path path(java.nio.file.Path local) {
+        return new Path(SCHEME + "://" + local.toAbsolutePath().toUri().getRawPath());
+    }
+}
