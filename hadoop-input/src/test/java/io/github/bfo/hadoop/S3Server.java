@@ -145,7 +145,8 @@ final class S3Server implements AutoCloseable {
 
     /**
      * S3A's settings for this server: endpoint, credentials, path-style requests over plain HTTP; and few,
-     * short retries, so that a killed server fails a test in seconds, not after S3A's minutes of retries.
+     * short retries, so that a killed server fails a test in seconds, not after S3A's minutes of retries (a
+     * few all the same: a pooled connection the server closed while idle fails its next request once).
      */
     Map<String, String> conf() {
         Map<String, String> m = new LinkedHashMap<>();
@@ -156,8 +157,8 @@ final class S3Server implements AutoCloseable {
         m.put("fs.s3a.path.style.access", "true");
         m.put("fs.s3a.connection.ssl.enabled", "false");
         m.put("fs.s3a.aws.credentials.provider", "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider");
-        m.put("fs.s3a.attempts.maximum", "1");
-        m.put("fs.s3a.retry.limit", "1");
+        m.put("fs.s3a.attempts.maximum", "3");
+        m.put("fs.s3a.retry.limit", "3");
         m.put("fs.s3a.retry.interval", "10ms");
         m.put("fs.s3a.retry.throttle.limit", "1");
         m.put("fs.s3a.retry.throttle.interval", "10ms");

@@ -43,14 +43,19 @@ final class BfoCommittedFiles implements WriterCommitMessage {
                 }
             }
         }
-        for (String p : sources.keySet()) {
+        checkNoFileIsADirectory(sources.keySet());
+        return sources;
+    }
+
+    /** Fails when a path is also another one's directory ("a" and "a/b"): nothing of the job is published. */
+    static void checkNoFileIsADirectory(java.util.Set<String> paths) {
+        for (String p : paths) {
             for (int k = p.indexOf('/'); k > 0; k = p.indexOf('/', k + 1)) {
-                if (sources.containsKey(p.substring(0, k))) {
+                if (paths.contains(p.substring(0, k))) {
                     throw new IllegalArgumentException("bfo write: path '" + p.substring(0, k)
                             + "' is both a file and a directory of '" + p + "'; nothing was written");
                 }
             }
         }
-        return sources;
     }
 }

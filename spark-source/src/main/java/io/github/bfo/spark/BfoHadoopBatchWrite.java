@@ -4,13 +4,8 @@ package io.github.bfo.spark;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.FileAlreadyExistsException;
-import java.util.ArrayDeque;
-import java.util.HashMap;
-import java.util.HashSet;
 import java.util.Map;
-import java.util.Set;
 import java.util.SortedMap;
-import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileContext;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Options;
@@ -31,8 +26,8 @@ import org.apache.spark.util.SerializableConfiguration;
  * set ({@link BfoCommittedFiles}), and in append mode that no file is there
  * already and no directory the files go into is a file, or in truncate
  * mode removes everything in DIR but the staging directory; then it
- * publishes every file with a rename and removes the staging directory. An
- * aborted job leaves DIR as it was.
+ * publishes every file with a rename, {@code commitThreads} at a time, and
+ * removes the staging directory. An aborted job leaves DIR as it was.
  *
  * <p>The FileSystem API has no descriptor-relative calls, so there is no
  * equivalent of the local writer's guard against symbolic links; instead
@@ -67,9 +62,8 @@ final class BfoHadoopBatchWrite extends BfoStagedWrite {
         return BfoHadoopDir.fileSystem(dir, conf.value());
     }
 
-    /** rel (a path relative to DIR, as the rows give it) in DIR; a ':' in a name is not read as a scheme. */
     private Path child(String rel) {
-        return new Path(dir, new Path(null, null, rel));
+        return BfoHadoopTree.child(dir, rel);
     }
 
     @Override
@@ -91,6 +85,11 @@ final class BfoHadoopBatchWrite extends BfoStagedWrite {
         return new BfoHadoopDataWriterFactory(dir.toString(), stagingName, conf, options, schema);
     }
 
+    /**
+     * The renames go {@code commitThreads} at a time (each is a round trip to the NameNode, or a copy on an
+     * object store), after the directories they go into were made; the first refusal stops the publishing
+     * (renames already done, or under way, stay).
+     */
     @Override
     void publish(SortedMap<String, String> sources) throws IOException {
         FileSystem fs = fs();
@@ -98,28 +97,45 @@ final class BfoHadoopBatchWrite extends BfoStagedWrite {
             throw new IOException(staging + " is not the job's staging directory");
         }
         if (truncate) {
-            clearExceptStaging(fs);
+            BfoHadoopTree.clear(fs, dir, stagingName);
         } else {
-            checkFree(fs, sources.keySet());
+            BfoHadoopTree.checkFree(fs, dir, sources.keySet());
         }
         FileContext fc = fileContext(fs);
-        Set<String> made = new HashSet<>();
-        for (Map.Entry<String, String> e : sources.entrySet()) {
-            String p = e.getKey();
+        // the deepest directories only: mkdirs makes their parents
+        java.util.TreeSet<String> parents = new java.util.TreeSet<>();
+        for (String p : sources.keySet()) {
             int slash = p.lastIndexOf('/');
-            if (slash > 0 && !made.contains(p.substring(0, slash))) {
-                String parent = p.substring(0, slash);
-                if (!fs.mkdirs(child(parent))) {
-                    throw new IOException("mkdirs " + child(parent) + " returned false");
-                }
-                for (String d = parent; d != null && made.add(d); ) {
-                    int k = d.lastIndexOf('/');
-                    d = k < 0 ? null : d.substring(0, k);
-                }
+            if (slash > 0) {
+                parents.add(p.substring(0, slash));
             }
-            Path src = child(e.getValue());
-            Path dst = child(p);
-            renameNoReplace(fs, fc, src, dst);
+        }
+        try (BfoWritePool<Void> mk = new BfoWritePool<>(options.commitThreads, Long.MAX_VALUE, "bfo-commit")) {
+            String last = null;
+            for (String d : parents.descendingSet()) {
+                if (last != null && last.startsWith(d + "/")) {
+                    continue;   // an ancestor of the deeper directory just made
+                }
+                last = d;
+                mk.submit(0, () -> {
+                    if (!fs.mkdirs(child(d))) {
+                        throw new IOException("mkdirs " + child(d) + " returned false");
+                    }
+                    return null;
+                });
+            }
+            mk.finish();
+        }
+        try (BfoWritePool<Void> renames = new BfoWritePool<>(options.commitThreads, Long.MAX_VALUE, "bfo-commit")) {
+            for (Map.Entry<String, String> e : sources.entrySet()) {
+                Path src = child(e.getValue());
+                Path dst = child(e.getKey());
+                renames.submit(0, () -> {
+                    renameNoReplace(fs, fc, src, dst);
+                    return null;
+                });
+            }
+            renames.finish();
         }
     }
 
@@ -148,53 +164,6 @@ final class BfoHadoopBatchWrite extends BfoStagedWrite {
         // false, not an exception, is how HDFS and others refuse a rename (e.g. onto an existing file)
         if (!fs.rename(src, dst)) {
             throw new IOException("cannot rename " + src + " to " + dst + " (did " + dst + " appear?)");
-        }
-    }
-
-    private void clearExceptStaging(FileSystem fs) throws IOException {
-        for (FileStatus st : fs.listStatus(dir)) {
-            if (!st.getPath().getName().equals(stagingName) && !fs.delete(st.getPath(), true)
-                    && fs.exists(st.getPath())) {
-                throw new IOException("cannot remove " + st.getPath());
-            }
-        }
-    }
-
-    /**
-     * Append mode: none of the files exists and no directory they go into is a file, checked before anything
-     * is published. Each existing directory that new files go into is listed once, rather than a status call
-     * per file: many small files into few directories is the usual write.
-     */
-    private void checkFree(FileSystem fs, Set<String> files) throws IOException {
-        Map<String, Set<String>> wanted = new HashMap<>();   // directory ("" for DIR) -> names needed in it
-        for (String p : files) {
-            String parent = "";
-            for (String name : p.split("/")) {
-                wanted.computeIfAbsent(parent, k -> new HashSet<>()).add(name);
-                parent = parent.isEmpty() ? name : parent + "/" + name;
-            }
-        }
-        ArrayDeque<String> existing = new ArrayDeque<>();
-        existing.add("");
-        while (!existing.isEmpty()) {
-            String d = existing.poll();
-            Set<String> names = wanted.get(d);
-            for (FileStatus st : fs.listStatus(d.isEmpty() ? dir : child(d))) {
-                String name = st.getPath().getName();
-                if (!names.contains(name)) {
-                    continue;
-                }
-                String rel = d.isEmpty() ? name : d + "/" + name;
-                if (files.contains(rel)) {
-                    throw new FileAlreadyExistsException(child(rel).toString(), null,
-                            "bfo write (mode append): the file already exists; nothing was written");
-                }
-                if (!st.isDirectory()) {
-                    throw new FileAlreadyExistsException(child(rel).toString(), null,
-                            "bfo write (mode append): not a directory, but new files go into it; nothing was written");
-                }
-                existing.add(rel);
-            }
         }
     }
 

@@ -3,7 +3,6 @@ package io.github.bfo.spark;
 
 import io.github.bfo.BatchFileWriter;
 import java.io.IOException;
-import java.util.ArrayList;
 import java.util.List;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataOutputStream;
@@ -18,12 +17,14 @@ import org.apache.spark.sql.types.StructType;
 /**
  * One task attempt on a Hadoop file system: each row becomes a file under
  * the attempt's own directory in the staging area, created with
- * overwrite=false (nothing there is replaced) and closed before the next
- * row; what a file is worth after close() is what that file system's
+ * overwrite=false (nothing there is replaced), written and closed, up to
+ * {@code writesInFlight} files at once ({@link BfoWritePool}: each file
+ * costs round trips that a task writing one after another waits out in
+ * turn); what a file is worth after close() is what that file system's
  * close() promises (on HDFS: acknowledged by every DataNode of its
  * pipeline). Durability each also hsyncs every file before closing it,
- * where its stream can. Commit reports the files; abort removes the
- * attempt's directory.
+ * where its stream can. Commit waits for every file and reports them;
+ * abort waits for those being written and removes the attempt's directory.
  *
  * <p>The staging directory must exist before the first file and at commit:
  * create() makes missing parents, so a task still running after its job
@@ -37,9 +38,8 @@ final class BfoHadoopDataWriter implements DataWriter<InternalRow> {
     private final Configuration conf;
     private final boolean hsync;
     private final BfoWriteRows rows;
-    private final List<String> written = new ArrayList<>();
+    private final BfoWritePool<String> pool;
     private FileSystem fs;
-    private FSDataOutputStream open;   // the file being written, if its write failed
 
     BfoHadoopDataWriter(Path dir, String stagingName, String taskName, Configuration conf, BfoOptions options,
                         StructType schema) {
@@ -50,6 +50,7 @@ final class BfoHadoopDataWriter implements DataWriter<InternalRow> {
         this.conf = conf;
         this.hsync = options.durability == BatchFileWriter.Durability.EACH;
         this.rows = new BfoWriteRows(schema);
+        this.pool = new BfoWritePool<>(options.writesInFlight, options.writeBatchBytes, "bfo-hadoop-write");
     }
 
     @Override
@@ -61,23 +62,41 @@ final class BfoHadoopDataWriter implements DataWriter<InternalRow> {
             checkStaging();
         }
         Path file = new Path(taskDir, new Path(null, null, path));   // a ':' in a name is not a scheme
-        try {
-            open = fs.create(file, false);
-            open.write(content);
-            if (hsync && open.hasCapability(StreamCapabilities.HSYNC)) {
-                open.hsync();
+        FileSystem target = fs;
+        pool.submit(content.length, () -> {
+            try {
+                writeFile(target, file, content);
+            } catch (IOException e) {
+                throw new IOException("bfo write: cannot write '" + path + "' (" + file + "): " + e, e);
             }
-            FSDataOutputStream out = open;
-            open = null;
+            return path;
+        });
+    }
+
+    private void writeFile(FileSystem target, Path file, byte[] content) throws IOException {
+        FSDataOutputStream out = target.create(file, false);
+        boolean closed = false;
+        try {
+            out.write(content);
+            if (hsync && out.hasCapability(StreamCapabilities.HSYNC)) {
+                out.hsync();
+            }
+            closed = true;
             out.close();
-        } catch (IOException e) {
-            throw new IOException("bfo write: cannot write '" + path + "' (" + file + "): " + e, e);
+        } finally {
+            if (!closed) {
+                try {
+                    out.close();   // a failed file's stream: its error is the write's, not the close's
+                } catch (IOException e) {
+                    // the task fails with the write's error; abort removes the file
+                }
+            }
         }
-        written.add(path);
     }
 
     @Override
     public WriterCommitMessage commit() throws IOException {
+        List<String> written = pool.finish();
         if (!written.isEmpty()) {
             checkStaging();
         }
@@ -86,12 +105,9 @@ final class BfoHadoopDataWriter implements DataWriter<InternalRow> {
 
     @Override
     public void abort() throws IOException {
-        IOException closing = closeOpen();
+        pool.cancel();
         if (fs != null) {
             fs.delete(taskDir, true);
-        }
-        if (closing != null) {
-            throw closing;
         }
     }
 
@@ -101,25 +117,8 @@ final class BfoHadoopDataWriter implements DataWriter<InternalRow> {
         }
     }
 
-    private IOException closeOpen() {
-        if (open == null) {
-            return null;
-        }
-        FSDataOutputStream out = open;
-        open = null;
-        try {
-            out.close();
-            return null;
-        } catch (IOException e) {
-            return e;
-        }
-    }
-
     @Override
-    public void close() throws IOException {
-        IOException e = closeOpen();
-        if (e != null) {
-            throw e;
-        }
+    public void close() {
+        pool.close();
     }
 }

@@ -73,9 +73,40 @@ final class BfoHadoopDir implements BfoOutputDir {
         }
     }
 
+    /**
+     * rename (a staging directory, renamed into place at the job commit) or multipart (pending uploads,
+     * completed at the job commit: {@link BfoUploadWrite}); auto takes multipart where the file system says
+     * its own multipart uploads are enabled (S3A), where a rename is a copy.
+     */
     @Override
     public Write newWrite(BfoOptions options, LogicalWriteInfo info, boolean truncate) {
-        return new BfoHadoopBatchWrite(dir, new SerializableConfiguration(conf), options, info, truncate);
+        SerializableConfiguration c = new SerializableConfiguration(conf);
+        return multipart(options) ? new BfoUploadWrite(dir, c, options, info, truncate)
+                : new BfoHadoopBatchWrite(dir, c, options, info, truncate);
+    }
+
+    /** S3A's path capability "multipart uploads enabled" (fs.s3a.multipart.uploads.enabled, true by default). */
+    static final String S3A_MULTIPART = "fs.s3a.capability.multipart.uploads.enabled";
+
+    private boolean multipart(BfoOptions options) {
+        if (options.commit == BfoOptions.Commit.RENAME) {
+            return false;
+        }
+        FileSystem fs = fileSystem(dir, conf);
+        boolean can;
+        try {
+            can = fs.hasPathCapability(dir, org.apache.hadoop.fs.CommonPathCapabilities.FS_MULTIPART_UPLOADER);
+            if (options.commit == BfoOptions.Commit.AUTO) {
+                can = can && fs.hasPathCapability(dir, S3A_MULTIPART);
+            }
+        } catch (IOException e) {
+            throw unreachable(dir, conf, e);
+        }
+        if (!can && options.commit == BfoOptions.Commit.MULTIPART) {
+            throw new IllegalArgumentException("bfo write: commit=multipart, but " + fs.getUri()
+                    + " has no multipart uploader for " + dir);
+        }
+        return can;
     }
 
     @Override

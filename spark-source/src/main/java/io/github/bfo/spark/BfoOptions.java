@@ -84,8 +84,32 @@ public final class BfoOptions implements Serializable {
      * acknowledged, before the task commits) or none (page cache only).
      */
     public static final String DURABILITY = "durability";
-    /** Write: heap bytes per BFO write batch in a task; default 64 MiB. */
+    /**
+     * Write: heap bytes per BFO write batch in a task (local directories); on other Hadoop file systems, the
+     * bytes of the files a task has in flight at most. Default 64 MiB.
+     */
     public static final String WRITE_BATCH_BYTES = "writeBatchBytes";
+    /**
+     * Write to a Hadoop file system other than the local one: how many files a task writes (creates or
+     * uploads) at once; default {@value #DEFAULT_WRITES_IN_FLIGHT} (see spark-source/README.md).
+     */
+    public static final String WRITES_IN_FLIGHT = "writesInFlight";
+    static final int DEFAULT_WRITES_IN_FLIGHT = 16;
+    /**
+     * Write to a Hadoop file system other than the local one: how the job commit publishes the files.
+     * rename: tasks write under a staging directory, the job commit renames each file into place (every file
+     * system; on HDFS a rename is one NameNode call); multipart: tasks upload each file as a multipart upload
+     * that stays invisible until the job commit completes it (Hadoop's MultipartUploader: S3A; an object store
+     * copies on rename). Default auto: multipart where the file system's multipart uploads are enabled and its
+     * own (S3A), rename elsewhere.
+     */
+    public static final String COMMIT = "commit";
+    /** Write: files the job commit publishes at once (renames, or multipart completions). Default 16. */
+    public static final String COMMIT_THREADS = "commitThreads";
+    static final int DEFAULT_COMMIT_THREADS = 16;
+
+    /** How a write's job commit publishes its files on a Hadoop file system. */
+    enum Commit { AUTO, RENAME, MULTIPART }
 
     final boolean text;
     final boolean wholeText;
@@ -110,6 +134,9 @@ public final class BfoOptions implements Serializable {
     final long readTimeoutMillis;
     final BatchFileWriter.Durability durability;
     final long writeBatchBytes;
+    final int writesInFlight;
+    final Commit commit;
+    final int commitThreads;
 
     BfoOptions(CaseInsensitiveStringMap o) {
         SQLConf conf = SQLConf.get();
@@ -157,6 +184,9 @@ public final class BfoOptions implements Serializable {
         readTimeoutMillis = duration(o, READ_TIMEOUT, networkTimeout());
         durability = enumOption(o, DURABILITY, BatchFileWriter.Durability.class, BatchFileWriter.Durability.BATCH);
         writeBatchBytes = positive(o, WRITE_BATCH_BYTES, 64L << 20);
+        writesInFlight = (int) Math.min(1024, positive(o, WRITES_IN_FLIGHT, DEFAULT_WRITES_IN_FLIGHT));
+        commit = enumOption(o, COMMIT, Commit.class, Commit.AUTO);
+        commitThreads = (int) Math.min(1024, positive(o, COMMIT_THREADS, DEFAULT_COMMIT_THREADS));
     }
 
     private static long positive(CaseInsensitiveStringMap o, String key, long dflt) {

@@ -345,8 +345,10 @@ class BfoHdfsWriteTest extends SparkTestBase {
                 }
                 return contentOf(id);
             }, DataTypes.BinaryType);
+            // one file at a time: rows 0-99 are all written, and no other, when row 100's content is made
             spark.range(0, 200, 1, 1).selectExpr("concat('d', id % 5, '/f', id) AS path",
-                    "bfoStopDataNodeAt100(id) AS content").write().format("bfo").save(out);
+                    "bfoStopDataNodeAt100(id) AS content").write().format("bfo").option("writesInFlight", "1")
+                    .save(out);
             assertEquals(100, STAGED_AT_STOP.get(), "rows 0-99 were in the staging directory at the stop");
             assertTrue(stagingPermission.matches(BfoStagedWrite.STAGING_PREFIX + "\\S+ rwx------"), stagingPermission);
             Map<String, String> want = new TreeMap<>();

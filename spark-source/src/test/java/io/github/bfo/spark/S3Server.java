@@ -117,11 +117,23 @@ final class S3Server implements AutoCloseable {
         return false;
     }
 
-    private void createBucket() {
-        try (S3Client s3 = S3Client.builder().endpointOverride(URI.create(endpoint())).region(Region.US_EAST_1)
+    private S3Client client() {
+        return S3Client.builder().endpointOverride(URI.create(endpoint())).region(Region.US_EAST_1)
                 .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(KEY, SECRET)))
-                .forcePathStyle(true).build()) {
+                .forcePathStyle(true).build();
+    }
+
+    private void createBucket() {
+        try (S3Client s3 = client()) {
             s3.createBucket(b -> b.bucket(bucket));
+        }
+    }
+
+    /** The keys of the multipart uploads pending under prefix (a key prefix in the bucket, no leading '/'). */
+    List<String> pendingUploads(String prefix) {
+        try (S3Client s3 = client()) {
+            return s3.listMultipartUploads(b -> b.bucket(bucket).prefix(prefix)).uploads().stream()
+                    .map(u -> u.key()).sorted().toList();
         }
     }
 
@@ -143,7 +155,8 @@ final class S3Server implements AutoCloseable {
 
     /**
      * S3A's settings for this server: endpoint, credentials, path-style requests over plain HTTP; and few,
-     * short retries, so that a killed server fails a test in seconds, not after S3A's minutes of retries.
+     * short retries, so that a killed server fails a test in seconds, not after S3A's minutes of retries (a
+     * few all the same: a pooled connection the server closed while idle fails its next request once).
      */
     Map<String, String> conf() {
         Map<String, String> m = new LinkedHashMap<>();
@@ -154,8 +167,8 @@ final class S3Server implements AutoCloseable {
         m.put("fs.s3a.path.style.access", "true");
         m.put("fs.s3a.connection.ssl.enabled", "false");
         m.put("fs.s3a.aws.credentials.provider", "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider");
-        m.put("fs.s3a.attempts.maximum", "1");
-        m.put("fs.s3a.retry.limit", "1");
+        m.put("fs.s3a.attempts.maximum", "3");
+        m.put("fs.s3a.retry.limit", "3");
         m.put("fs.s3a.retry.interval", "10ms");
         m.put("fs.s3a.retry.throttle.limit", "1");
         m.put("fs.s3a.retry.throttle.interval", "10ms");
