@@ -113,7 +113,7 @@ public final class BfoInputConfig {
 
     /** Files read at once by the FileSystem path. Default {@value #DEFAULT_FS_THREADS}. */
     public static final String FS_THREADS = "bfo.read.fs.threads";
-    public static final int DEFAULT_FS_THREADS = 8;
+    public static final int DEFAULT_FS_THREADS = 16;
     /** Bytes read ahead but not yet consumed, at most (one file or piece may exceed it alone). Default 64 MiB. */
     public static final String FS_BYTES_IN_FLIGHT = "bfo.read.fs.bytes.in.flight";
     public static final long DEFAULT_FS_BYTES_IN_FLIGHT = 64L << 20;

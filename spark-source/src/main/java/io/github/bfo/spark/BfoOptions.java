@@ -68,7 +68,7 @@ public final class BfoOptions implements Serializable {
      * at once; default {@value #DEFAULT_READS_IN_FLIGHT} (see spark-source/README.md for the measurement).
      */
     public static final String READS_IN_FLIGHT = "readsInFlight";
-    static final int DEFAULT_READS_IN_FLIGHT = 16;
+    static final int DEFAULT_READS_IN_FLIGHT = 32;
     /**
      * Files on other Hadoop file systems: how long a task waits for its reads in flight when none of them
      * moves (none finishes, none starts) before it fails naming the file: a duration (120s, 2m; a plain
