@@ -101,6 +101,46 @@ class S3InputTest {
                 "wordcount on s3a");
     }
 
+    /**
+     * The S3 server killed (SIGKILL) in the middle of a split's read: the record reader fails naming the file
+     * and the connection's failure; it does not hang (S3A's own retries are few here).
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(value = 5, unit = java.util.concurrent.TimeUnit.MINUTES)
+    void serverKilledMidRead() throws Exception {
+        try (S3Server victim = new S3Server("bfo-victim")) {
+            Configuration c = new Configuration(conf);
+            victim.bucketConf().forEach(c::set);
+            c.setInt(BfoInputConfig.FS_THREADS, 1);   // one file at a time: most are opened after the kill
+            Path dir = new Path(victim.uri("/v"));
+            FileSystem vfs = dir.getFileSystem(c);
+            for (int i = 0; i < 30; i++) {
+                write(vfs, new Path(dir, "f" + i), ("victim " + i + "\n").repeat(50));
+            }
+            org.apache.hadoop.mapreduce.Job job = org.apache.hadoop.mapreduce.Job.getInstance(c);
+            org.apache.hadoop.mapreduce.lib.input.FileInputFormat.addInputPath(job, dir);
+            BatchTextInputFormat format = new BatchTextInputFormat();
+            java.util.List<org.apache.hadoop.mapreduce.InputSplit> splits = format.getSplits(job);
+            assertEquals(1, splits.size());
+            org.apache.hadoop.mapreduce.TaskAttemptContext ctx = new org.apache.hadoop.mapreduce.task
+                    .TaskAttemptContextImpl(job.getConfiguration(), new org.apache.hadoop.mapreduce.TaskAttemptID());
+            java.io.IOException e;
+            try (org.apache.hadoop.mapreduce.RecordReader<org.apache.hadoop.io.LongWritable,
+                    org.apache.hadoop.io.Text> r = format.createRecordReader(splits.get(0), ctx)) {
+                r.initialize(splits.get(0), ctx);
+                assertTrue(r.nextKeyValue());
+                victim.kill();
+                e = org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class, () -> {
+                    while (r.nextKeyValue()) {
+                        // the files read before the kill
+                    }
+                });
+            }
+            assertTrue(String.valueOf(e.getMessage()).contains(victim.uri("/v/f")) || String.valueOf(e)
+                    .contains("bfo-victim"), String.valueOf(e));
+        }
+    }
+
     private static Configuration withInput(Configuration c) {
         Configuration x = new Configuration(c);
         x.set(BfoInputConfig.INPUT_DIR, in.toString());

@@ -31,7 +31,7 @@ import software.amazon.awssdk.services.s3.S3Client;
  * itself, mid-request if need be, as a crashed server.
  */
 final class S3Server implements AutoCloseable {
-    static final String BUCKET = "bfo-test";
+    private static final java.util.concurrent.atomic.AtomicInteger SERVERS = new java.util.concurrent.atomic.AtomicInteger();
     final String bucket;
     static final String KEY = "bfo-test-key";
     static final String SECRET = "bfo-test-secret";
@@ -42,12 +42,15 @@ final class S3Server implements AutoCloseable {
     private final int port;
 
     S3Server() throws IOException, InterruptedException {
-        this(BUCKET);
+        this("bfo-test");
     }
 
-    /** A server holding one bucket of that name. */
-    S3Server(String bucket) throws IOException, InterruptedException {
-        this.bucket = bucket;
+    /**
+     * A server holding one bucket named prefix-PID-N: a name of its own, since Hadoop caches a file system per
+     * bucket for the JVM, with the settings (the endpoint) of the first use.
+     */
+    S3Server(String prefix) throws IOException, InterruptedException {
+        this.bucket = prefix + "-" + ProcessHandle.current().pid() + "-" + SERVERS.incrementAndGet();
         String jar = System.getProperty("bfo.s3proxy.jar");
         if (jar == null || !Files.isRegularFile(Path.of(jar))) {
             throw new IllegalStateException("no s3proxy jar (system property bfo.s3proxy.jar, set by the pom): " + jar);
@@ -146,6 +149,12 @@ final class S3Server implements AutoCloseable {
         return "s3a://" + bucket + (path.startsWith("/") ? "" : "/") + path;
     }
 
+    private org.apache.hadoop.conf.Configuration s3aConf() {
+        org.apache.hadoop.conf.Configuration c = new org.apache.hadoop.conf.Configuration();
+        conf().forEach(c::set);
+        return c;
+    }
+
     /** conf() for this server's bucket only (fs.s3a.bucket.BUCKET.*), beside another server's settings. */
     Map<String, String> bucketConf() {
         Map<String, String> m = new LinkedHashMap<>();
@@ -193,6 +202,12 @@ final class S3Server implements AutoCloseable {
 
     @Override
     public void close() throws IOException, InterruptedException {
+        try {
+            // the cached S3A instance of this bucket (its connection pool and threads) goes with the server
+            org.apache.hadoop.fs.FileSystem.get(URI.create("s3a://" + bucket + "/"), s3aConf()).close();
+        } catch (IOException | RuntimeException e) {
+            // none was made
+        }
         try {
             lifeline.close();   // the watcher kills the server
         } catch (IOException e) {
