@@ -78,12 +78,22 @@ void drop_held(struct bfo_file *f, uint32_t ep)
 	release_file(f, ep);
 }
 
+/*
+ * Descriptors a read context holds of tar's limit: its eventfd, ring and
+ * mountinfo, a pool thread's file and the directory read-ahead's.  The
+ * plugin takes at most a quarter of what tar has free (as the extract
+ * queue does); with less, tar goes on plain, as it would without us.
+ */
+#define CTX_FDS 5
+
 static int ctx_start(void)
 {
 	struct bfo_opts o;
 
 	if (cr.ctx)
 		return 0;
+	if (fds_left() < 4 * CTX_FDS)
+		return -1;
 	bfo_opts_init(&o);
 	o.arena_bytes = settings.arena_bytes;
 	o.large_file = SERVE_MAX;
