@@ -359,6 +359,11 @@ static int ticket_put_locked(struct bfo_ctx *ctx, uint64_t cookie)
 			ctx->disp_blocked = false;
 			ctx_wake_dispatcher(ctx);
 		}
+	} else if (ctx->disp_blocked && ctx->tickets_out == 0 && ctx->res_count == 0) {
+		/* The caller gave back the last it held (a file with no
+		 * memory: one break_stall failed): the dispatcher, blocked
+		 * on memory, may now break the stall with the next. */
+		ctx_wake_dispatcher(ctx);
 	}
 	ctx_window_put_locked(ctx, t->w);
 	return 0;

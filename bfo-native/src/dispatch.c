@@ -779,9 +779,11 @@ static void submit_work(struct disp *d)
  * a group's file needs memory of its own): the first one fails, with
  * -ESTALE or -ENOBUFS, and its group can complete.  Files of no group
  * (large files' pieces) only wait: the groups' completion frees memory
- * for them.
+ * for them.  Returns whether a file failed: the dispatcher then goes round
+ * again rather than sleep, since the group that completed may have given its
+ * memory back from this thread, and nothing else would wake it.
  */
-static void break_stall(struct disp *d)
+static bool break_stall(struct disp *d)
 {
 	struct bfo_ctx *ctx = d->ctx;
 	struct slowq *q = &d->memq;
@@ -791,7 +793,7 @@ static void break_stall(struct disp *d)
 	stalled = ctx->disp_blocked && ctx->tickets_out == 0 && ctx->res_count == 0;
 	pthread_mutex_unlock(&ctx->lock);
 	if (!stalled || d->inplace.count || d->pool_busy || (d->u && d->u->ops_busy))
-		return;
+		return false;
 	for (size_t k = 0; k < q->count; k++) {
 		struct slow_item it = q->q[(q->head + k) % q->cap];
 
@@ -805,8 +807,9 @@ static void break_stall(struct disp *d)
 		/* A pseudo file never changed: it wanted a larger buffer
 		 * than the arena could give now. */
 		finish_fail(d, it.w, it.ei, it.w->e[it.ei].pseudo ? -ENOBUFS : -ESTALE);
-		return;
+		return true;
 	}
+	return false;
 }
 
 /* ---------------------------------------------------------- windows */
@@ -946,6 +949,7 @@ void *dispatcher_main(void *arg)
 		bool stopping, shutdown;
 
 		struct window *planned;
+		bool broke = false;
 
 		pthread_mutex_lock(&ctx->lock);
 		ctx->wake_pending = false;
@@ -984,7 +988,7 @@ void *dispatcher_main(void *arg)
 		ring_cancel_inflight(d.u, stopping);
 		if (!stopping) {
 			submit_work(&d);
-			break_stall(&d);
+			broke = break_stall(&d);
 		}
 		retire_finished(&d, stopping);
 		release_slots(&d);
@@ -996,7 +1000,7 @@ void *dispatcher_main(void *arg)
 			pthread_cond_broadcast(&ctx->cond);
 		bool done = shutdown && !ctx->active && !ctx->nplanning && !ctx->planned_head &&
 			    ctx->inflight == 0;
-		bool again = ctx->planned_head || ctx->done_jobs;
+		bool again = ctx->planned_head || ctx->done_jobs || broke;
 		pthread_mutex_unlock(&ctx->lock);
 		if (done)
 			break;

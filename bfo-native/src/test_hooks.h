@@ -29,8 +29,9 @@ struct bfo_test_hooks {
 	 * holding descriptors knows the wait began */
 	void (*fd_retry)(void *arg);
 	/* dir_opened: a writer's worker opened the directory of a group of
-	 * entries (write_entry.c) and is about to make them in it: a test
-	 * changes the path meanwhile, at a point it knows */
+	 * entries (write_entry.c; the io_uring path: write_uring.c, before its
+	 * files' opens) and is about to make them in it: a test changes the
+	 * path or takes descriptors meanwhile, at a point it knows */
 	void (*dir_opened)(void *arg, const char *dir);
 	/* dircache_bytes: when nonzero, a batch keeps this many bytes of
 	 * directory listings (dirlist.c) instead of its own bound, so that a

@@ -87,7 +87,7 @@ static bool uchain_write(struct io_uring *ring, struct wbatch *b, struct uchain 
 struct uchains {
 	struct io_uring ring;
 	struct uchain *ch;
-	uint32_t *free_slots, nfree;
+	uint32_t *free_slots, nfree, qd;
 	/* Files whose open met EMFILE/ENFILE while descriptors of ours were
 	 * held (fdlimit.h): opened again once one was closed. */
 	struct uretry {
@@ -126,6 +126,7 @@ static int uchains_init(struct uchains *u, unsigned qd)
 		uchains_exit(u);
 		return -ENOMEM;
 	}
+	u->qd = qd;
 	for (u->nfree = 0; u->nfree < qd; u->nfree++)
 		u->free_slots[u->nfree] = u->nfree;
 	return 0;
@@ -146,16 +147,25 @@ static void uchain_submit_open(struct wbatch *b, struct uchains *u, uint32_t i, 
 }
 
 /* Opens for the files to open again (once a descriptor came back), then
- * for those from idx[sub] on, while slots are free: the next sub. */
+ * for those from idx[sub] on, while slots are free: the next sub.  No new
+ * file while some wait to open again: they would meet EMFILE too, and the
+ * retry list (qd entries) holds at most the slots that are free. */
 static uint32_t uchains_open(struct wbatch *b, struct uchains *u, const uint32_t *idx,
 			     const int *dfds, uint32_t sub, uint32_t n)
 {
+	/* Nothing in flight holds or may take a descriptor: try them again
+	 * (uchains_short then asks fdl_retry, which bounds a refusal that is
+	 * the program's). */
+	if (u->nretry && u->nfree == u->qd)
+		u->retry_ready = true;
 	while (u->nfree && u->nretry && u->retry_ready && !batch_stopped(b)) {
 		struct uretry r = u->retry[--u->nretry];
 
 		uchain_submit_open(b, u, r.i, r.dfd);
 	}
 	u->retry_ready = false;
+	if (u->nretry)
+		return sub;
 	while (u->nfree && sub < n && !batch_stopped(b)) {
 		uchain_submit_open(b, u, idx[sub], dfds[sub]);
 		sub++;
@@ -163,18 +173,40 @@ static uint32_t uchains_open(struct wbatch *b, struct uchains *u, const uint32_t
 	return sub;
 }
 
-/* The open of chain c met EMFILE/ENFILE: whether it goes again later
- * (a chain of this ring holds a descriptor it will close, or another
- * thread of libbfo closed one: fdl_retry). */
-static bool uchain_requeue(struct uchains *u, struct uchain *c, int err)
+/*
+ * The opens short[0..n) of this reap met EMFILE/ENFILE (their slots are
+ * free again): whether they go again later.  They do while another chain
+ * of this ring is in flight, holding a descriptor it will close or opening
+ * one it may take and then close, or when another thread of libbfo closed
+ * one (fdl_retry, asked once for them all); else the refusal is the
+ * program's and they fail.  Returns the files failed.
+ */
+static uint32_t uchains_short(struct wbatch *b, struct uchains *u, const uint32_t *short_fd, unsigned n)
 {
-	if (u->holding == 0 && !fdl_retry(err, &u->gen))
-		return false;
-	if (u->holding && bfo_test_hooks.fd_retry)
+	bool idle = u->nfree == u->qd, again = true;
+	uint32_t failed = 0;
+
+	if (!n)
+		return 0;
+	if (idle)
+		again = fdl_retry(short_fd[0] & 0x80000000u ? ENFILE : EMFILE, &u->gen);
+	else if (u->holding && bfo_test_hooks.fd_retry)
 		bfo_test_hooks.fd_retry(bfo_test_hooks.arg);
-	u->retry[u->nretry++] = (struct uretry){ .i = c->i, .dfd = c->dfd };
-	u->retry_ready = u->holding == 0;
-	return true;
+	for (unsigned x = 0; x < n; x++) {
+		struct uchain *c = &u->ch[short_fd[x] & 0x7fffffffu];
+
+		if (again) {
+			u->retry[u->nretry++] = (struct uretry){ .i = c->i, .dfd = c->dfd };
+			continue;
+		}
+		c->err = short_fd[x] & 0x80000000u ? -ENFILE : -EMFILE;
+		uchain_done(b, c);
+		failed++;
+	}
+	/* In flight: their ends say when (a close sets it; with none
+	 * left, uchains_open tries again). */
+	u->retry_ready = again && idle;
+	return failed;
 }
 
 /* The completions there are: a chain whose open succeeded gets its write,
@@ -185,8 +217,8 @@ static uint32_t uchains_reap(struct wbatch *b, struct uchains *u)
 	bool each = b->w->o.durability == BFO_DURABILITY_EACH;
 	struct io_uring_cqe *cqe;
 	unsigned head, k = 0;
-	uint32_t ended[64], done = 0;
-	unsigned nended = 0;
+	uint32_t ended[64], short_fd[64], done = 0;
+	unsigned nended = 0, nshort = 0;
 
 	io_uring_for_each_cqe(&u->ring, head, cqe) {
 		uint32_t s = (uint32_t)(cqe->user_data >> 8);
@@ -196,8 +228,13 @@ static uint32_t uchains_reap(struct wbatch *b, struct uchains *u)
 
 		k++;
 		if (op == U_OPEN) {
-			if ((cqe->res == -EMFILE || cqe->res == -ENFILE) && uchain_requeue(u, c, -cqe->res)) {
-				u->free_slots[u->nfree++] = s;
+			/* Decided below, once the opens of this reap that got a
+			 * descriptor count as holding one: in completion order,
+			 * an EMFILE before them looked like the program's. */
+			if (cqe->res == -EMFILE || cqe->res == -ENFILE) {
+				short_fd[nshort++] = s | (cqe->res == -ENFILE ? 0x80000000u : 0);
+				if (nshort == sizeof(short_fd) / sizeof(short_fd[0]))
+					break;
 				continue;
 			}
 			if (cqe->res < 0) {
@@ -229,6 +266,9 @@ static uint32_t uchains_reap(struct wbatch *b, struct uchains *u)
 			break;
 	}
 	io_uring_cq_advance(&u->ring, k);
+	for (unsigned x = 0; x < nshort; x++)
+		u->free_slots[u->nfree++] = short_fd[x] & 0x7fffffffu;
+	done += uchains_short(b, u, short_fd, nshort);
 	for (unsigned x = 0; x < nended; x++) {
 		uint32_t s = ended[x] & 0x7fffffffu;
 
@@ -325,6 +365,8 @@ void data_uring(struct wbatch *b, uint32_t gfirst, uint32_t gend, struct wtask *
 				break;
 			if (dfd >= 0)
 				open_fds[nopen++] = dfd;
+			if (dfd >= 0 && bfo_test_hooks.dir_opened)
+				bfo_test_hooks.dir_opened(bfo_test_hooks.arg, t->dir);
 			for (uint32_t k = t->first; k < t->first + t->count; k++) {
 				uint32_t i = b->order[k];
 

@@ -22,6 +22,8 @@
  *    (fd_retry), the test gives its descriptor back, and every file is
  *    read through the one descriptor free and equals read(); without the
  *    wait, the first file fails with -EMFILE.
+ *  - The io_uring writer's chains when the table fills after its wave
+ *    began: see uring_chains_short.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -297,6 +299,123 @@ static void waits_for_its_own(void)
 	      NFILES);
 }
 
+/* ------------------------------------------------------------ uring chains */
+
+#define UFILES 96
+#define UQD    8
+
+static struct {
+	int from, to;
+	bool filled;
+	unsigned waits;
+} F = { .from = -1, .to = -1 };
+
+/* An open met EMFILE while a chain held the descriptor: it waits for it. */
+static void chain_waits(void *arg)
+{
+	(void)arg;
+	F.waits++;
+}
+
+/* The writer opened the files' directory: every descriptor but one taken. */
+static void fill_but_one(void *arg, const char *dir)
+{
+	int fd;
+
+	(void)arg;
+	/* the files' directory, not the root's (the batch's directory entry) */
+	if (F.filled || strcmp(dir, "d") != 0)
+		return;
+	F.filled = true;
+	while ((fd = dup(0)) >= 0) {
+		if (F.from < 0)
+			F.from = fd;
+		F.to = fd + 1;
+	}
+	if (F.to > F.from)
+		close(--F.to);
+}
+
+/*
+ * The io_uring writer (8 chains) when, once its wave's directory is open,
+ * one descriptor is left: of each round of opens one gets it and the rest
+ * meet EMFILE while that chain holds it, so they wait to open again, one
+ * at a time.  The writer once opened new files while others waited, each
+ * meeting EMFILE too, past the end of its list of 8 (a heap overflow, which
+ * the sanitizer build reports); an EMFILE completed before the open that
+ * took the descriptor looked like the program's and the file failed; and
+ * a list cleared of "ready" with entries left could wait for nothing.  Every
+ * file is written, equal to its bytes.
+ */
+static void uring_chains_short(void)
+{
+	struct bfo_write_opts o = { .size = sizeof(o), .engine = BFO_WENGINE_URING, .threads = 1,
+				    .queue_depth = UQD, .durability = BFO_DURABILITY_BATCH };
+	struct bfo_wentry e[UFILES + 1];
+	static char data[UFILES][1024];
+	char names[UFILES][16];
+	char *root = t_path(t_tmpdir(), "uring-short");
+	struct bfo_writer *w = NULL;
+	struct rlimit old;
+	int ret, failed = 0;
+
+	/* Free enough that the writer's share is not scaled down (3 per
+	 * thread, 256 directories, the 8 chains: a quarter of what is free). */
+	if (getrlimit(RLIMIT_NOFILE, &old) < 0 || old.rlim_max < (rlim_t)t_open_fds() + 1100) {
+		t_log("uring chains: skipped, the hard limit leaves fewer than 1,100 descriptors");
+		free(root);
+		return;
+	}
+	old = limit_free(1100);
+
+	memset(e, 0, sizeof(e));
+	e[0] = (struct bfo_wentry){ .path = "d", .type = BFO_WTYPE_DIR, .mode = 0755 };
+	for (int i = 0; i < UFILES; i++) {
+		t_fill_random(data[i], sizeof(data[i]), 7000 + (uint64_t)i);
+		snprintf(names[i], sizeof(names[i]), "d/f%02d", i);
+		e[i + 1] = (struct bfo_wentry){ .path = names[i], .type = BFO_WTYPE_FILE, .mode = 0644,
+						.data = data[i], .length = sizeof(data[i]) };
+	}
+	ret = bfo_writer_open(&w, root, &o);
+	if (ret == -ENOSYS || ret == -EOPNOTSUPP || ret == -EPERM) {
+		t_log("uring chains: skipped, no io_uring writer here (%s)", strerror(-ret));
+		setrlimit(RLIMIT_NOFILE, &old);
+		free(root);
+		return;
+	}
+	T_ASSERT(ret == 0, "bfo_writer_open: %s", strerror(-ret));
+	bfo_test_hooks.dir_opened = fill_but_one;
+	bfo_test_hooks.fd_retry = chain_waits;
+	t_watchdog(300, "the io_uring writer with one descriptor free");
+	ret = bfo_writer_write(w, e, UFILES + 1);
+	bfo_test_hooks.dir_opened = NULL;
+	bfo_test_hooks.fd_retry = NULL;
+	for (int fd = F.from; fd >= 0 && fd < F.to; fd++)
+		close(fd);
+	if (setrlimit(RLIMIT_NOFILE, &old) < 0)
+		t_fail("setrlimit back: %s", strerror(errno));
+	TW_CHECK(F.filled, "the writer never opened its directory through the io_uring path");
+	TW_CHECK(F.waits > 0, "no open met EMFILE beside a chain holding the descriptor: nothing tested");
+	for (int i = 0; i < UFILES; i++) {
+		char why[256];
+		int dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		if (e[i + 1].status || e[i + 1].engine != BFO_WENGINE_URING)
+			failed++;
+		TW_CHECK(e[i + 1].status == 0, "%s: %s", names[i], strerror(-e[i + 1].status));
+		TW_CHECK(e[i + 1].status || e[i + 1].engine == BFO_WENGINE_URING, "%s written by %s", names[i],
+			 bfo_wengine_name(e[i + 1].engine));
+		TW_CHECK(tw_file_check(dfd, names[i], data[i], sizeof(data[i]), why, sizeof(why)) == 0,
+			 "%s: %s", names[i], why);
+		close(dfd);
+	}
+	TW_CHECK(ret == failed, "bfo_writer_write: %d, %d files failed", ret, failed);
+	TW_CHECK(bfo_writer_close(w) == 0, "bfo_writer_close");
+	t_log("uring chains: %d files through %d chains with one descriptor free, %u waits, %d failed", UFILES,
+	      UQD, F.waits, failed);
+	free(root);
+}
+
 int main(void)
 {
 	const char *tmp;
@@ -318,6 +437,7 @@ int main(void)
 
 	sizing();
 	waits_for_its_own();
+	uring_chains_short();
 
 	/* the reference: cp -a by the same user */
 	ref = user_dir(tw_fmt("%s/ref", tmp));
