@@ -65,6 +65,9 @@ struct disp {
 	uint64_t mount_gen;      /* of the mount table after they completed */
 	unsigned creds_seen;     /* sysstate_adopt_creds */
 	struct ext4ino_buf ibuf; /* inode-table bytes read since they were reaped */
+	/* Memory came back on this thread while it waited for space: go
+	 * round again before sleeping (ticket_put wakes it for the caller's). */
+	bool freed;
 };
 
 /* ---------------------------------------------------------- delivery */
@@ -74,11 +77,22 @@ static uint8_t *chunk_ptr(struct bfo_ctx *ctx, struct chunk *c)
 	return ctx->arena.base + c->off;
 }
 
-static void arena_put_locked_wrap(struct bfo_ctx *ctx, struct chunk *c)
+/* Memory given back by the dispatcher itself (ctx->lock held), as
+ * ticket_put gives back the caller's: a wait for space goes round again. */
+static void disp_arena_put_locked(struct disp *d, struct chunk *c)
 {
-	pthread_mutex_lock(&ctx->lock);
-	arena_put(&ctx->arena, c);
-	pthread_mutex_unlock(&ctx->lock);
+	arena_put(&d->ctx->arena, c);
+	if (d->ctx->disp_blocked) {
+		d->ctx->disp_blocked = false;
+		d->freed = true;
+	}
+}
+
+static void disp_arena_put(struct disp *d, struct chunk *c)
+{
+	pthread_mutex_lock(&d->ctx->lock);
+	disp_arena_put_locked(d, c);
+	pthread_mutex_unlock(&d->ctx->lock);
 }
 
 static void group_file_done(struct disp *d, struct window *w, struct entry *e)
@@ -90,7 +104,7 @@ static void group_file_done(struct disp *d, struct window *w, struct entry *e)
 	e->in_group = false;
 	g = &w->groups[e->group];
 	if (--g->open == 0 && g->chunk) {
-		arena_put_locked_wrap(d->ctx, g->chunk);
+		disp_arena_put(d, g->chunk);
 		g->chunk = NULL;
 	}
 }
@@ -581,7 +595,7 @@ static void item_done(struct disp *d, struct window *w, enum fjob_kind kind, str
 		finish_fail(d, w, ei, it->result);
 	}
 	if (own)
-		arena_put_locked_wrap(d->ctx, own);
+		disp_arena_put(d, own);
 }
 
 static void job_done(struct disp *d, struct fjob *j)
@@ -619,7 +633,7 @@ static void submit_one(struct disp *d, struct slow_item it, struct chunk *c, uin
 
 	if (!j) {
 		if (c)
-			arena_put_locked_wrap(d->ctx, c);
+			disp_arena_put(d, c);
 		finish_fail(d, it.w, it.ei, -ENOMEM);
 		return;
 	}
@@ -779,11 +793,9 @@ static void submit_work(struct disp *d)
  * a group's file needs memory of its own): the first one fails, with
  * -ESTALE or -ENOBUFS, and its group can complete.  Files of no group
  * (large files' pieces) only wait: the groups' completion frees memory
- * for them.  Returns whether a file failed: the dispatcher then goes round
- * again rather than sleep, since the group that completed may have given its
- * memory back from this thread, and nothing else would wake it.
+ * for them (disp_arena_put: the dispatcher goes round again for them).
  */
-static bool break_stall(struct disp *d)
+static void break_stall(struct disp *d)
 {
 	struct bfo_ctx *ctx = d->ctx;
 	struct slowq *q = &d->memq;
@@ -793,7 +805,7 @@ static bool break_stall(struct disp *d)
 	stalled = ctx->disp_blocked && ctx->tickets_out == 0 && ctx->res_count == 0;
 	pthread_mutex_unlock(&ctx->lock);
 	if (!stalled || d->inplace.count || d->pool_busy || (d->u && d->u->ops_busy))
-		return false;
+		return;
 	for (size_t k = 0; k < q->count; k++) {
 		struct slow_item it = q->q[(q->head + k) % q->cap];
 
@@ -807,9 +819,8 @@ static bool break_stall(struct disp *d)
 		/* A pseudo file never changed: it wanted a larger buffer
 		 * than the arena could give now. */
 		finish_fail(d, it.w, it.ei, it.w->e[it.ei].pseudo ? -ENOBUFS : -ESTALE);
-		return true;
+		return;
 	}
-	return false;
 }
 
 /* ---------------------------------------------------------- windows */
@@ -829,7 +840,7 @@ static void retire_locked(struct disp *d, struct window *w)
 	TRACE("w%u retired", w->serial);
 	for (uint32_t gi = 0; gi < w->ngroups; gi++) {
 		if (w->groups[gi].chunk) {
-			arena_put(&ctx->arena, w->groups[gi].chunk);
+			disp_arena_put_locked(d, w->groups[gi].chunk);
 			w->groups[gi].chunk = NULL;
 		}
 	}
@@ -949,7 +960,6 @@ void *dispatcher_main(void *arg)
 		bool stopping, shutdown;
 
 		struct window *planned;
-		bool broke = false;
 
 		pthread_mutex_lock(&ctx->lock);
 		ctx->wake_pending = false;
@@ -986,9 +996,11 @@ void *dispatcher_main(void *arg)
 		/* Its io_uring opens run with its credentials. */
 		sysstate_adopt_creds(&ctx->sys, &d.creds_seen);
 		ring_cancel_inflight(d.u, stopping);
+		/* What came back before submit_work is seen by it. */
+		d.freed = false;
 		if (!stopping) {
 			submit_work(&d);
-			broke = break_stall(&d);
+			break_stall(&d);
 		}
 		retire_finished(&d, stopping);
 		release_slots(&d);
@@ -1000,7 +1012,7 @@ void *dispatcher_main(void *arg)
 			pthread_cond_broadcast(&ctx->cond);
 		bool done = shutdown && !ctx->active && !ctx->nplanning && !ctx->planned_head &&
 			    ctx->inflight == 0;
-		bool again = ctx->planned_head || ctx->done_jobs || broke;
+		bool again = ctx->planned_head || ctx->done_jobs || d.freed;
 		pthread_mutex_unlock(&ctx->lock);
 		if (done)
 			break;
