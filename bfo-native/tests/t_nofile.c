@@ -217,6 +217,18 @@ static void sizing(void)
 	t_log("sizing: 64 threads asked, %u run with 40 descriptors free", threads);
 }
 
+/* Every free descriptor taken (dup of stdin): [*from, *to), for closing. */
+static void fill_table(int *from, int *to)
+{
+	int fd;
+
+	while ((fd = dup(0)) >= 0) {
+		if (*from < 0)
+			*from = fd;
+		*to = fd + 1;
+	}
+}
+
 /* ------------------------------------------------------------ the wait */
 
 static struct {
@@ -268,11 +280,7 @@ static void waits_for_its_own(void)
 	W.r = t_results_new(NFILES);
 	held = fdl_open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 	T_ASSERT(held >= 0, "open /: %s", strerror(errno));
-	while ((fd = dup(0)) >= 0) {
-		if (fill_from < 0)
-			fill_from = fd;
-		fill_to = fd + 1;
-	}
+	fill_table(&fill_from, &fill_to);
 	T_ASSERT(errno == EMFILE, "filling the table: %s", strerror(errno));
 	bfo_test_hooks.fd_retry = retry_began;
 	t_watchdog(300, "a read waiting for libbfo's own descriptor");
@@ -320,18 +328,12 @@ static void chain_waits(void *arg)
 /* The writer opened the files' directory: every descriptor but one taken. */
 static void fill_but_one(void *arg, const char *dir)
 {
-	int fd;
-
 	(void)arg;
 	/* the files' directory, not the root's (the batch's directory entry) */
 	if (F.filled || strcmp(dir, "d") != 0)
 		return;
 	F.filled = true;
-	while ((fd = dup(0)) >= 0) {
-		if (F.from < 0)
-			F.from = fd;
-		F.to = fd + 1;
-	}
+	fill_table(&F.from, &F.to);
 	if (F.to > F.from)
 		close(--F.to);
 }
@@ -396,9 +398,11 @@ static void uring_chains_short(void)
 		t_fail("setrlimit back: %s", strerror(errno));
 	TW_CHECK(F.filled, "the writer never opened its directory through the io_uring path");
 	TW_CHECK(F.waits > 0, "no open met EMFILE beside a chain holding the descriptor: nothing tested");
+	int dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	T_ASSERT(dfd >= 0, "open %s: %s", root, strerror(errno));
 	for (int i = 0; i < UFILES; i++) {
 		char why[256];
-		int dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 		if (e[i + 1].status || e[i + 1].engine != BFO_WENGINE_URING)
 			failed++;
@@ -407,8 +411,8 @@ static void uring_chains_short(void)
 			 bfo_wengine_name(e[i + 1].engine));
 		TW_CHECK(tw_file_check(dfd, names[i], data[i], sizeof(data[i]), why, sizeof(why)) == 0,
 			 "%s: %s", names[i], why);
-		close(dfd);
 	}
+	close(dfd);
 	TW_CHECK(ret == failed, "bfo_writer_write: %d, %d files failed", ret, failed);
 	TW_CHECK(bfo_writer_close(w) == 0, "bfo_writer_close");
 	t_log("uring chains: %d files through %d chains with one descriptor free, %u waits, %d failed", UFILES,
