@@ -409,6 +409,11 @@ enum bfo_durability {
 #define BFO_WRITE_REPLACE        (1u << 0) /* an existing target is replaced (atomically) */
 #define BFO_WRITE_STOP_ON_ERROR  (1u << 1) /* the rest of a batch fails with -ECANCELED */
 /* (1u << 2) was BFO_WRITE_URING, now BFO_WENGINE_URING; reserved */
+/* the root must exist (-ENOENT at open otherwise) instead of being made
+ * with its parents: for a writer inside a directory that another process
+ * may remove meanwhile (a job's staging directory), which must not come
+ * back */
+#define BFO_WRITE_NO_MKROOT      (1u << 3)
 
 struct bfo_write_opts {
 	uint32_t size;          /* sizeof(struct bfo_write_opts) as the caller knows it */
@@ -506,7 +511,8 @@ struct bfo_writer;
 
 /*
  * bfo_writer_open - open a writer on the directory root (created if
- * missing, with its parents).  Runs recovery of unfinished batches found in
+ * missing, with its parents, unless BFO_WRITE_NO_MKROOT: then -ENOENT).
+ * Runs recovery of unfinished batches found in
  * ROOT/.bfo-journal first.  Picks the engine (AUTO: stem where the file
  * system shares blocks, batched elsewhere).  Returns 0 and the writer in
  * *w, or -errno (-ENOTDIR, -EROFS, -EACCES, -EOPNOTSUPP for a forced stem

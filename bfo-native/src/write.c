@@ -94,7 +94,7 @@ static int opts_take(struct bfo_write_opts *out, const struct bfo_write_opts *in
 	for (size_t i = 0; i < sizeof(out->reserved) / sizeof(out->reserved[0]); i++)
 		if (out->reserved[i])
 			return -EINVAL;
-	if (out->flags & ~(BFO_WRITE_REPLACE | BFO_WRITE_STOP_ON_ERROR))
+	if (out->flags & ~(BFO_WRITE_REPLACE | BFO_WRITE_STOP_ON_ERROR | BFO_WRITE_NO_MKROOT))
 		return -EINVAL;
 	if (out->engine > BFO_WENGINE_URING || out->durability > BFO_DURABILITY_CLOSE ||
 	    out->threads > 256 || out->queue_depth > 4096)
@@ -188,7 +188,7 @@ BFO_API int bfo_writer_open(struct bfo_writer **out, const char *root, const str
 	w->id = (uint32_t)(bfo_now_ns() ^ ((uint64_t)getpid() << 16) ^ (uintptr_t)w);
 	w->is_root = geteuid() == 0;
 	w->umask = process_umask();
-	ret = mkdir_p(root);
+	ret = w->o.flags & BFO_WRITE_NO_MKROOT ? 0 : mkdir_p(root);
 	if (ret)
 		goto fail;
 	w->rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

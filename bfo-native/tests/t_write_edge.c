@@ -2,7 +2,8 @@
 /*
  * t_write_edge: the writer at its edges.
  *  - api: bfo_writer_open with NULL/empty root (-EINVAL), a root that is a
- *    file (-ENOTDIR), unknown flags or reserved fields (-EINVAL), a larger
+ *    file (-ENOTDIR), BFO_WRITE_NO_MKROOT on a missing root or parent
+ *    (-ENOENT, nothing made) and on an existing one, unknown flags or reserved fields (-EINVAL), a larger
  *    opts.size with non-zero tail (-E2BIG), a forced stem engine where
  *    blocks cannot be shared (-EOPNOTSUPP), a root the user cannot create
  *    (-EACCES, as uid 65534); bfo_writer_write(NULL) and n == 0;
@@ -113,6 +114,24 @@ static void scenario_api(void *arg)
 	o = (struct bfo_write_opts){ .size = sizeof(o), .flags = 1u << 2 };
 	r = bfo_writer_open(&w, root, &o);
 	TW_CHECK(r == -EINVAL, "the reserved flag that was BFO_WRITE_URING: %d", r);
+	/* NO_MKROOT: a missing root (or a missing parent) is -ENOENT and nothing is made; an existing one opens */
+	char *gone = t_path(base, "gone"), *gone_root = t_path(gone, "root");
+
+	o = (struct bfo_write_opts){ .size = sizeof(o), .flags = BFO_WRITE_NO_MKROOT };
+	r = bfo_writer_open(&w, gone_root, &o);
+	TW_CHECK(r == -ENOENT, "NO_MKROOT, parent missing: %d (%s)", r, bfo_strerror(r));
+	TW_CHECK(!tw_exists(gone), "NO_MKROOT made the root's parent");
+	T_ASSERT(mkdir(gone, 0755) == 0, "mkdir %s: %s", gone, strerror(errno));
+	r = bfo_writer_open(&w, gone_root, &o);
+	TW_CHECK(r == -ENOENT, "NO_MKROOT, root missing: %d (%s)", r, bfo_strerror(r));
+	TW_CHECK(!tw_exists(gone_root), "NO_MKROOT made the root");
+	T_ASSERT(mkdir(gone_root, 0755) == 0, "mkdir %s: %s", gone_root, strerror(errno));
+	r = bfo_writer_open(&w, gone_root, &o);
+	TW_CHECK(r == 0, "NO_MKROOT, root there: %d (%s)", r, bfo_strerror(r));
+	if (r == 0)
+		T_OK(bfo_writer_close(w));
+	free(gone_root);
+	free(gone);
 	o = (struct bfo_write_opts){ .size = sizeof(o), .reserved = { 1 } };
 	r = bfo_writer_open(&w, root, &o);
 	TW_CHECK(r == -EINVAL, "reserved field set: %d", r);

@@ -122,6 +122,7 @@ public final class BatchFileWriter implements AutoCloseable {
         Durability durability = Durability.BATCH;
         Engine engine = Engine.AUTO;
         boolean replace, stopOnError;
+        boolean createRoot = true;
         int threads;
         long stagingBytes = 64L << 20;
         int pieceBytes = 8 << 20;
@@ -144,6 +145,16 @@ public final class BatchFileWriter implements AutoCloseable {
         /** Replace existing targets (atomically: a replaced file is old or new, never torn); default off (-EEXIST). */
         public Builder replace(boolean b) {
             this.replace = b;
+            return this;
+        }
+
+        /**
+         * Whether build() makes a missing root, with its parents (the default); false: a missing root is
+         * NoSuchFileException, for a writer inside a directory another process may remove meanwhile (a job's
+         * staging directory), which must not come back.
+         */
+        public Builder createRoot(boolean b) {
+            this.createRoot = b;
             return this;
         }
 
@@ -181,8 +192,9 @@ public final class BatchFileWriter implements AutoCloseable {
         }
 
         /**
-         * Opens the writer: creates the root (with its parents) if missing and
-         * runs recovery of unfinished batches found there.
+         * Opens the writer: creates the root (with its parents) if missing,
+         * unless {@link #createRoot}(false), and runs recovery of unfinished
+         * batches found there.
          *
          * @throws IOException the root cannot be made or opened (NotDirectoryException, AccessDeniedException...),
          *                     or the STEM engine cannot run on its file system

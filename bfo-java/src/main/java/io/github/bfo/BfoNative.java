@@ -166,7 +166,7 @@ final class BfoNative {
     static final int WOPTS_SIZE = 88;
     static final int WOPTS_size = 0, WOPTS_flags = 4, WOPTS_engine = 8, WOPTS_durability = 12, WOPTS_threads = 16,
             WOPTS_queue_depth = 20;
-    static final int WRITE_REPLACE = 1, WRITE_STOP_ON_ERROR = 2;
+    static final int WRITE_REPLACE = 1, WRITE_STOP_ON_ERROR = 2, WRITE_NO_MKROOT = 8;
 
     // ---------------------------------------------------------------- struct bfo_wentry (128 bytes)
     static final int WENTRY_SIZE = 128;

@@ -63,7 +63,7 @@ final class JavaWriter implements BatchFileWriter.Impl {
         this.durability = b.durability;
         this.replace = b.replace;
         this.stopOnError = b.stopOnError;
-        this.tree = SafeTree.open(b.root.toAbsolutePath(), true);
+        this.tree = SafeTree.open(b.root.toAbsolutePath(), b.createRoot);
     }
 
     @Override

@@ -24,10 +24,13 @@ final class NativeWriter implements BatchFileWriter.Impl {
     private WriteStats lastStats;
 
     NativeWriter(BatchFileWriter.Builder b) throws IOException {
-        Files.createDirectories(b.root);   // as the library would; gives the JDK's exceptions for a bad root
+        if (b.createRoot) {
+            Files.createDirectories(b.root);   // as the library would; gives the JDK's exceptions for a bad root
+        }
         opts.clear();
         opts.setInt(BfoNative.WOPTS_size, BfoNative.WOPTS_SIZE);
-        int flags = (b.replace ? BfoNative.WRITE_REPLACE : 0) | (b.stopOnError ? BfoNative.WRITE_STOP_ON_ERROR : 0);
+        int flags = (b.replace ? BfoNative.WRITE_REPLACE : 0) | (b.stopOnError ? BfoNative.WRITE_STOP_ON_ERROR : 0)
+                | (b.createRoot ? 0 : BfoNative.WRITE_NO_MKROOT);
         opts.setInt(BfoNative.WOPTS_flags, flags);
         opts.setInt(BfoNative.WOPTS_engine, BfoNative.code(b.engine));
         opts.setInt(BfoNative.WOPTS_durability, BfoNative.code(b.durability));

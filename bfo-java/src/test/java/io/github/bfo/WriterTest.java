@@ -236,6 +236,23 @@ class WriterTest {
         }
     }
 
+    /** createRoot(false): a missing root (or its parent) fails with nothing made; an existing one is written. */
+    @Test
+    void rootNotCreatedWhenAskedNot() throws IOException {
+        Path parent = dir.resolve("gone");
+        Path root = parent.resolve("root");
+        assertThrows(java.nio.file.NoSuchFileException.class, () -> builder(root).createRoot(false).build());
+        assertFalse(Files.exists(parent, NOFOLLOW), "the root's parent was made");
+        Files.createDirectory(parent);
+        assertThrows(java.nio.file.NoSuchFileException.class, () -> builder(root).createRoot(false).build());
+        assertFalse(Files.exists(root, NOFOLLOW), "the root was made");
+        Files.createDirectory(root);
+        try (BatchFileWriter w = builder(root).createRoot(false).build()) {
+            assertTrue(w.write(List.of(WriteEntry.file("a/f", new byte[] {1, 2}))).get(0).isOk());
+        }
+        assertArrayEquals(new byte[] {1, 2}, Files.readAllBytes(root.resolve("a/f")));
+    }
+
     @Test
     void stopOnError() throws IOException {
         Path root = dir.resolve("s");

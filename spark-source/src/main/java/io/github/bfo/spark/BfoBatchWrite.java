@@ -4,6 +4,7 @@ package io.github.bfo.spark;
 import io.github.bfo.DestinationTree;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -97,16 +98,39 @@ final class BfoBatchWrite extends BfoStagedWrite {
         }
     }
 
-    /** Never through a link: only the directory this job made, checked by its key. */
+    /** Test hook: runs between the move of the staging directory and its removal. */
+    static volatile Runnable afterStagingMoved = () -> { };
+
+    /**
+     * Never through a link: only the directory this job made, checked by its key. Tasks may still be writing
+     * into it (Spark aborts a job without waiting for its other tasks, and a speculative attempt can outlive
+     * a commit), through descriptors held inside it: a removal that walks the tree can then meet a file made
+     * after it listed a directory and fail. So the directory is first renamed ({@link #removedName}): a
+     * task's next check of the staging directory fails, its abort removes the renamed directory, and the
+     * last of them to stop writing removes it whole; then it is removed here, as far as no task is writing.
+     */
     @Override
     void deleteStaging() {
         if (tree == null) {
             return;
         }
         try {
-            if (tree.exists(stagingName)) {
-                tree.checkPrivateDir(stagingName, stagingKey);
-                tree.deleteTree(stagingName);
+            if (!tree.exists(stagingName)) {
+                return;
+            }
+            tree.checkPrivateDir(stagingName, stagingKey);
+            String gone = removedName(stagingName);
+            try {
+                tree.move(stagingName, gone);
+            } catch (IOException e) {
+                LOG.warn("bfo write: cannot rename {} to {} ({}); removing it in place", staging, gone, e.toString());
+                gone = stagingName;
+            }
+            afterStagingMoved.run();
+            try {
+                tree.deleteTree(gone);
+            } catch (DirectoryNotEmptyException e) {
+                LOG.info("bfo write: a task is still writing in {}; it removes it when it stops", dir.resolve(gone));
             }
         } catch (IOException e) {
             throw new UncheckedIOException("bfo write: cannot remove " + staging + ": " + e, e);

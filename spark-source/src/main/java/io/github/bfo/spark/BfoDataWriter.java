@@ -7,6 +7,8 @@ import io.github.bfo.WriteEntry;
 import io.github.bfo.WriteResult;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.file.DirectoryNotEmptyException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -25,7 +27,8 @@ import org.apache.spark.sql.types.StructType;
  * <p>The staging directory is checked, relative to DIR and without following
  * a link, to be the owner-only directory the driver made (by identity)
  * before the task writes and again when it commits; abort removes the
- * task's directory without following a link.
+ * task's directory without following a link. The job can end while the
+ * task writes (see {@link #abort}).
  */
 final class BfoDataWriter implements DataWriter<InternalRow> {
     private final Path dir;
@@ -39,6 +42,9 @@ final class BfoDataWriter implements DataWriter<InternalRow> {
     private final List<WriteEntry> buffer = new ArrayList<>();
     private long buffered;
     private BatchFileWriter writer;
+
+    /** Test hook: runs after the staging directory was checked, before the attempt's directory is made. */
+    static volatile Runnable beforeWriterOpen = () -> { };
 
     /** The staging subdirectory of one task attempt: attempts of one partition never share it. */
     static String attemptName(int partitionId, long taskId) {
@@ -73,7 +79,11 @@ final class BfoDataWriter implements DataWriter<InternalRow> {
         }
         if (writer == null) {
             checkStaging();
-            writer = BatchFileWriter.builder(taskDir).durability(options.durability).build();
+            beforeWriterOpen.run();
+            // one mkdir, and a writer that makes no missing root: after the job's end (the staging directory
+            // renamed) both fail instead of making the staging directory again
+            Files.createDirectory(taskDir);
+            writer = BatchFileWriter.builder(taskDir).createRoot(false).durability(options.durability).build();
         }
         List<WriteResult> results = writer.write(buffer);
         for (WriteResult r : results) {
@@ -97,6 +107,12 @@ final class BfoDataWriter implements DataWriter<InternalRow> {
         return new BfoCommittedFiles(taskName, written.toArray(new String[0]));
     }
 
+    /**
+     * Removes this attempt's directory; when the job has ended meanwhile (the staging directory renamed by
+     * {@link BfoBatchWrite#deleteStaging}), what it wrote went along with the renamed directory, which the
+     * driver cannot empty while attempts write into it: the renamed directory is removed whole, and the last
+     * attempt to stop writing succeeds.
+     */
     @Override
     public void abort() throws IOException {
         buffer.clear();
@@ -104,9 +120,17 @@ final class BfoDataWriter implements DataWriter<InternalRow> {
             closeWriter();
         } finally {
             try (DestinationTree t = DestinationTree.open(dir)) {
+                String removed = BfoStagedWrite.removedName(stagingName);
                 if (t.exists(stagingName)) {
                     t.checkPrivateDir(stagingName, stagingKey);
                     t.deleteTree(stagingName + "/" + taskName);
+                } else if (t.exists(removed)) {
+                    t.checkPrivateDir(removed, stagingKey);
+                    try {
+                        t.deleteTree(removed);
+                    } catch (DirectoryNotEmptyException e) {
+                        // another attempt is still writing there: it does this when it stops
+                    }
                 }
             }
         }

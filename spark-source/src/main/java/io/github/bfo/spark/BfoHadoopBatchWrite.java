@@ -167,10 +167,32 @@ final class BfoHadoopBatchWrite extends BfoStagedWrite {
         }
     }
 
+    /**
+     * Removes the staging directory. Tasks of an aborted job may still be creating files in it: on HDFS the
+     * delete is one step and their later creates fail (they never make a missing parent); where a recursive
+     * delete walks the tree (the local disk under another scheme), a create after the walk listed the
+     * directory makes it fail, so the directory is then first renamed to a name no task knows, which ends
+     * its creates, and removed under that name.
+     */
     @Override
     void deleteStaging() {
+        FileSystem fs = fs();
         try {
-            fs().delete(staging, true);
+            fs.delete(staging, true);
+            if (!fs.exists(staging)) {
+                return;
+            }
+            Path away = new Path(dir, stagingName + "-removed-" + java.util.UUID.randomUUID());
+            if (!fs.rename(staging, away)) {
+                throw new IOException("cannot rename it to " + away);
+            }
+            // a second pass: only creates under way at the rename can have added to what the first one saw
+            for (int pass = 0; pass < 2 && fs.exists(away); pass++) {
+                fs.delete(away, true);
+            }
+            if (fs.exists(away)) {
+                throw new IOException(away + " is still there");
+            }
         } catch (IOException e) {
             throw new UncheckedIOException("bfo write: cannot remove " + staging + ": " + e, e);
         }

@@ -3,52 +3,68 @@ package io.github.bfo.spark;
 
 import io.github.bfo.BatchFileWriter;
 import java.io.IOException;
+import java.util.EnumSet;
 import java.util.List;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import org.apache.hadoop.fs.CreateFlag;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.StreamCapabilities;
+import org.apache.hadoop.fs.permission.FsPermission;
+import org.apache.hadoop.util.Progressable;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.write.DataWriter;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
 import org.apache.spark.sql.types.StructType;
 
 /**
- * One task attempt on a Hadoop file system: each row becomes a file under
- * the attempt's own directory in the staging area, created with
- * overwrite=false (nothing there is replaced), written and closed, up to
+ * One task attempt on a Hadoop file system: each row becomes a file in the
+ * staging directory, named after the attempt and the row's number (TASK.N),
+ * created with overwrite=false (nothing there is replaced), written and
+ * closed, up to
  * {@code writesInFlight} files at once ({@link BfoWritePool}: each file
  * costs round trips that a task writing one after another waits out in
  * turn); what a file is worth after close() is what that file system's
  * close() promises (on HDFS: acknowledged by every DataNode of its
  * pipeline). Durability each also hsyncs every file before closing it,
  * where its stream can. Commit waits for every file and reports them;
- * abort waits for those being written and removes the attempt's directory.
+ * abort waits for those being written and removes the files it made.
  *
- * <p>The staging directory must exist before the first file and at commit:
- * create() makes missing parents, so a task still running after its job
- * was aborted would otherwise make the staging directory again.
+ * <p>A task can still be running when its job is aborted (Spark kills the
+ * other attempts without waiting for them) and the driver has removed the
+ * staging directory. Its files are therefore created with
+ * createNonRecursive, flat in the staging directory: a create after the
+ * removal fails instead of making the staging directory again (create()
+ * makes missing parents, and a directory per attempt would need a mkdirs,
+ * which does too). On a file system without createNonRecursive, the
+ * staging directory is checked before each create instead, which narrows
+ * that window without closing it.
  */
 final class BfoHadoopDataWriter implements DataWriter<InternalRow> {
     private final Path dir;
     private final Path staging;
     private final String taskName;
-    private final Path taskDir;
     private final Configuration conf;
     private final boolean hsync;
+    private final int writesInFlight;
     private final BfoWriteRows rows;
-    private final BfoWritePool<String> pool;
+    private final BfoWritePool<BfoCommittedFiles.Staged> pool;
+    private final Queue<Path> created = new ConcurrentLinkedQueue<>();   // for abort to remove
     private FileSystem fs;
+    private boolean nonRecursive;
+    private int submitted;
 
     BfoHadoopDataWriter(Path dir, String stagingName, String taskName, Configuration conf, BfoOptions options,
                         StructType schema) {
         this.dir = dir;
         this.staging = new Path(dir, stagingName);
         this.taskName = taskName;
-        this.taskDir = new Path(staging, taskName);
         this.conf = conf;
         this.hsync = options.durability == BatchFileWriter.Durability.EACH;
+        this.writesInFlight = options.writesInFlight;
         this.rows = new BfoWriteRows(schema);
         this.pool = new BfoWritePool<>(options.writesInFlight, options.writeBatchBytes, "bfo-hadoop-write");
     }
@@ -59,9 +75,11 @@ final class BfoHadoopDataWriter implements DataWriter<InternalRow> {
         byte[] content = rows.content(row);
         if (fs == null) {
             fs = BfoHadoopDir.fileSystem(dir, conf);
+            nonRecursive = hasCreateNonRecursive(fs);
             checkStaging();
         }
-        Path file = new Path(taskDir, new Path(null, null, path));   // a ':' in a name is not a scheme
+        String name = taskName + "." + submitted++;
+        Path file = new Path(staging, name);
         FileSystem target = fs;
         pool.submit(content.length, () -> {
             try {
@@ -69,12 +87,35 @@ final class BfoHadoopDataWriter implements DataWriter<InternalRow> {
             } catch (IOException e) {
                 throw new IOException("bfo write: cannot write '" + path + "' (" + file + "): " + e, e);
             }
-            return path;
+            return new BfoCommittedFiles.Staged(path, name);
         });
     }
 
+    /** Whether fs's class (or one between it and FileSystem) implements createNonRecursive: FileSystem's throws. */
+    static boolean hasCreateNonRecursive(FileSystem fs) {
+        try {
+            return fs.getClass().getMethod("createNonRecursive", Path.class, FsPermission.class, EnumSet.class,
+                    int.class, short.class, long.class, Progressable.class).getDeclaringClass() != FileSystem.class;
+        } catch (NoSuchMethodException e) {
+            return false;
+        }
+    }
+
+    private FSDataOutputStream create(FileSystem target, Path file) throws IOException {
+        if (nonRecursive) {
+            // this overload: the local disk's boolean one makes missing parents (Hadoop 3.4.1)
+            return target.createNonRecursive(file,
+                    FsPermission.getFileDefault().applyUMask(FsPermission.getUMask(target.getConf())),
+                    EnumSet.of(CreateFlag.CREATE), target.getConf().getInt("io.file.buffer.size", 4096),
+                    target.getDefaultReplication(file), target.getDefaultBlockSize(file), null);
+        }
+        checkStaging();
+        return target.create(file, false);
+    }
+
     private void writeFile(FileSystem target, Path file, byte[] content) throws IOException {
-        FSDataOutputStream out = target.create(file, false);
+        FSDataOutputStream out = create(target, file);
+        created.add(file);
         boolean closed = false;
         try {
             out.write(content);
@@ -96,18 +137,27 @@ final class BfoHadoopDataWriter implements DataWriter<InternalRow> {
 
     @Override
     public WriterCommitMessage commit() throws IOException {
-        List<String> written = pool.finish();
+        List<BfoCommittedFiles.Staged> written = pool.finish();
         if (!written.isEmpty()) {
             checkStaging();
         }
-        return new BfoCommittedFiles(taskName, written.toArray(new String[0]));
+        return new BfoCommittedFiles(taskName, written.toArray(new BfoCommittedFiles.Staged[0]));
     }
 
+    /** Removes the files this attempt made, writesInFlight at a time (each is a round trip). */
     @Override
     public void abort() throws IOException {
         pool.cancel();
-        if (fs != null) {
-            fs.delete(taskDir, true);
+        try (BfoWritePool<Void> deletes = new BfoWritePool<>(writesInFlight, Long.MAX_VALUE,
+                "bfo-hadoop-abort")) {
+            for (Path f; (f = created.poll()) != null; ) {
+                Path file = f;
+                deletes.submit(0, () -> {
+                    fs.delete(file, false);
+                    return null;
+                });
+            }
+            deletes.finish();
         }
     }
 

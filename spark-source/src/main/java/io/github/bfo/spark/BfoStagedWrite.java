@@ -27,6 +27,15 @@ abstract class BfoStagedWrite implements Write, BatchWrite {
     private static final Logger LOG = LoggerFactory.getLogger(BfoStagedWrite.class);
     static final String STAGING_PREFIX = "_temporary-bfo-";
 
+    /**
+     * Where the local writer's staging directory goes when the job ends without publishing (hidden like it):
+     * tasks still writing then fail their next check, and the last one to stop removes it (see
+     * {@link BfoBatchWrite#deleteStaging}).
+     */
+    static String removedName(String stagingName) {
+        return stagingName + "-removed";
+    }
+
     final BfoOptions options;
     final StructType schema;
     final boolean truncate;

@@ -287,6 +287,18 @@ class BfoHdfsWriteTest extends SparkTestBase {
         assertEquals(List.of("keep.txt"), names(out));
     }
 
+    /** A task still writing after its job was aborted makes nothing again: HDFS creates no missing parent. */
+    @Test
+    void aTaskGoingOnAfterItsJobAbortedLeavesNothing() throws Exception {
+        String out = hdfs("/late");
+        put(out + "/keep.txt", "kept");
+        Map<String, String> before = tree(fs, out);
+        for (String n : new String[] {"1", "16"}) {
+            assertEquals(List.of("keep.txt"), BfoParallelWriteTest.lateTaskAfterAbort(out, "late" + n, n));
+            assertEquals(before, tree(fs, out));
+        }
+    }
+
     @Test
     void schemelessPathsGoToAnHdfsDefaultFileSystem() throws Exception {
         Dataset<Row> df = files(2, "f0", b("zero"), "d/f1", b("one"));

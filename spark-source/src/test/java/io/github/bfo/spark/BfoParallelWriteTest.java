@@ -6,12 +6,22 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.connector.write.DataWriter;
+import org.apache.spark.sql.connector.write.WriterCommitMessage;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import org.apache.spark.unsafe.types.UTF8String;
+import org.apache.spark.util.SerializableConfiguration;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -21,7 +31,8 @@ import org.junit.jupiter.api.io.TempDir;
  * schemes) with several files in flight per task: the same files as the
  * local writer's at any writesInFlight; one file whose create fails among
  * many in flight fails its task, and the job publishes nothing and leaves
- * no staging directory.
+ * no staging directory, also when a task goes on writing after the job was
+ * aborted (Spark does not wait for the other tasks before it aborts).
  */
 class BfoParallelWriteTest extends SparkTestBase {
     @TempDir
@@ -33,6 +44,8 @@ class BfoParallelWriteTest extends SparkTestBase {
                 FakeSchemeFileSystem.class.getName());
         spark.sparkContext().hadoopConfiguration().set("fs." + FailingCreateFileSystem.SCHEME + ".impl",
                 FailingCreateFileSystem.class.getName());
+        spark.sparkContext().hadoopConfiguration().set("fs." + LateCreateFileSystem.SCHEME + ".impl",
+                LateCreateFileSystem.class.getName());
     }
 
     static Dataset<Row> rows(String failing) {
@@ -71,5 +84,68 @@ class BfoParallelWriteTest extends SparkTestBase {
         assertThrows(Exception.class, () -> rows("fail57").write().format("bfo").option("writesInFlight", "16")
                 .save(FailingCreateFileSystem.SCHEME + "://" + fresh));
         assertFalse(Files.exists(fresh), "the directory the job made is removed");
+    }
+
+    /**
+     * One task writes a file, its job is aborted (the staging directory removed), and the task goes on: its
+     * next files fail, its commit fails, and nothing is left in dir (no staging directory made again).
+     * Returns the names in dir afterwards, for the caller to compare with what was there.
+     */
+    static List<String> lateTaskAfterAbort(String dir, String queryId, String writesInFlight) throws Exception {
+        org.apache.hadoop.fs.Path d = new org.apache.hadoop.fs.Path(dir);
+        BfoOptions options = new BfoOptions(new CaseInsensitiveStringMap(Map.of("writesInFlight", writesInFlight)));
+        BfoHadoopBatchWrite job = new BfoHadoopBatchWrite(d,
+                new SerializableConfiguration(spark.sparkContext().hadoopConfiguration()), options,
+                BfoWriteSymlinkTest.info(queryId), false);
+        DataWriter<InternalRow> task = job.createBatchWriterFactory(null).createWriter(1, 7);
+        task.write(row("a/early"));
+        job.abort(new WriterCommitMessage[0]);
+        Exception x = assertThrows(IOException.class, () -> {
+            for (int i = 0; i < 20; i++) {
+                task.write(row("a/late" + i));
+            }
+            task.commit();
+        });
+        assertTrue(BfoReadTest.rootMessage(x).contains("_temporary-bfo-" + queryId), BfoReadTest.rootMessage(x));
+        task.abort();
+        task.close();
+        FileSystem fs = d.getFileSystem(spark.sparkContext().hadoopConfiguration());
+        List<String> names = new java.util.ArrayList<>();
+        for (FileStatus st : fs.listStatus(d)) {
+            names.add(st.getPath().getName());
+        }
+        names.sort(null);
+        return names;
+    }
+
+    static InternalRow row(String path) {
+        return new GenericInternalRow(new Object[] {UTF8String.fromString(path), BfoWriteTest.b("data " + path)});
+    }
+
+    @Test
+    void aTaskGoingOnAfterItsJobAbortedLeavesNothing() throws Exception {
+        for (String n : new String[] {"1", "16"}) {
+            Path out = Files.createDirectories(tmp.resolve("late-" + n));
+            Files.writeString(out.resolve("keep.txt"), "kept");
+            assertEquals(List.of("keep.txt"), lateTaskAfterAbort(FakeSchemeFileSystem.SCHEME + "://" + out,
+                    "late" + n, n));
+            assertEquals(Map.of("keep.txt", BfoHdfsWriteTest.localTree(out).get("keep.txt")),
+                    BfoHdfsWriteTest.localTree(out));
+        }
+    }
+
+    /**
+     * The local disk's recursive delete walks the tree: a task's create after the walk listed the staging
+     * directory makes the delete fail and leaves the directory (LateCreateFileSystem makes that create at
+     * the first delete): the job still leaves nothing behind.
+     */
+    @Test
+    void aCreateDuringTheAbortsWalkLeavesNothing() throws Exception {
+        Path out = Files.createDirectories(tmp.resolve("walk"));
+        Files.writeString(out.resolve("keep.txt"), "kept");
+        assertThrows(Exception.class, () -> rows("d1/fail57").write().format("bfo").mode("append")
+                .save(LateCreateFileSystem.SCHEME + "://" + out));
+        assertTrue(LateCreateFileSystem.raced.get() > 0, "the delete met a late create");
+        assertEquals(List.of("keep.txt"), BfoWriteSymlinkTest.names(out), "nothing published, no staging left");
     }
 }
