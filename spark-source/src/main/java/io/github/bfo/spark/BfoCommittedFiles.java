@@ -8,8 +8,8 @@ import org.apache.spark.sql.connector.write.WriterCommitMessage;
 /**
  * What a committed task hands to the job commit: its name, the files it
  * wrote (paths relative to the output directory) and where each is staged:
- * STAGING/TASK/PATH (the local writer), or STAGING/TASK.N (the Hadoop
- * writer, {@link Staged}); and the job's check of every task's files
+ * STAGING/TASK/PATH (the local writer), or STAGING/p-PARTITION/TASK.N (the
+ * Hadoop writer, {@link Staged}); and the job's check of every task's files
  * together, the same for every destination, before anything is published.
  */
 final class BfoCommittedFiles implements WriterCommitMessage {
@@ -44,7 +44,9 @@ final class BfoCommittedFiles implements WriterCommitMessage {
             return taskName + "/" + paths[i];
         }
         String n = stagedNames[i];
-        if (!n.startsWith(taskName + ".") || n.contains("/")) {
+        int slash = n.indexOf('/');
+        if (slash < 0 || !n.startsWith(taskName + ".", slash + 1) || n.indexOf('/', slash + 1) >= 0
+                || !n.substring(0, slash).matches("p-[0-9]+")) {
             throw new IllegalArgumentException("bfo write: bad staged file '" + n + "' of " + taskName);
         }
         return n;
@@ -52,8 +54,9 @@ final class BfoCommittedFiles implements WriterCommitMessage {
 
     /**
      * Every committed file: its path in the output directory -> the path, relative to the output directory,
-     * of its staged copy (STAGING/TASK/PATH or STAGING/TASK.N); sorted, so that a directory's files come together. Fails when
-     * two rows name the same file or when a file is also another one's directory ("a" and "a/b").
+     * of its staged copy (STAGING/TASK/PATH or STAGING/p-PARTITION/TASK.N); sorted, so that a directory's
+     * files come together. Fails when two rows name the same file or when a file is also another one's
+     * directory ("a" and "a/b").
      */
     static SortedMap<String, String> publishPlan(WriterCommitMessage[] messages, String stagingName) {
         SortedMap<String, String> sources = new TreeMap<>();

@@ -79,10 +79,31 @@ final class BfoHadoopBatchWrite extends BfoStagedWrite {
             if (!fs.mkdirs(staging, STAGING_PERMISSION)) {
                 throw new IOException("mkdirs returned false");
             }
+            makePartitionDirs(fs, info.numPartitions());
         } catch (IOException e) {
             throw new UncheckedIOException("bfo write: cannot create the staging directory " + staging + ": " + e, e);
         }
         return new BfoHadoopDataWriterFactory(dir.toString(), stagingName, conf, options, schema);
+    }
+
+    /**
+     * One directory per partition, for its attempts' files ({@link BfoHadoopDataWriter#partitionDir}): made
+     * here because tasks make no directory, and so that no directory holds more than one task's files (HDFS
+     * refuses more than dfs.namenode.fs-limits.max-directory-items, 1,048,576 by default, in one directory).
+     */
+    private void makePartitionDirs(FileSystem fs, int partitions) throws IOException {
+        try (BfoWritePool<Void> mk = new BfoWritePool<>(options.commitThreads, Long.MAX_VALUE, "bfo-commit")) {
+            for (int p = 0; p < partitions; p++) {
+                Path d = new Path(staging, BfoHadoopDataWriter.partitionDir(p));
+                mk.submit(0, () -> {
+                    if (!fs.mkdirs(d, STAGING_PERMISSION)) {
+                        throw new IOException("mkdirs " + d + " returned false");
+                    }
+                    return null;
+                });
+            }
+            mk.finish();
+        }
     }
 
     /**

@@ -21,10 +21,10 @@ import org.apache.spark.sql.connector.write.WriterCommitMessage;
 import org.apache.spark.sql.types.StructType;
 
 /**
- * One task attempt on a Hadoop file system: each row becomes a file in the
- * staging directory, named after the attempt and the row's number (TASK.N),
- * created with overwrite=false (nothing there is replaced), written and
- * closed, up to
+ * One task attempt on a Hadoop file system: each row becomes a file in its
+ * partition's directory of the staging area, named after the attempt and
+ * the row's number (p-PARTITION/TASK.N), created with overwrite=false
+ * (nothing there is replaced), written and closed, up to
  * {@code writesInFlight} files at once ({@link BfoWritePool}: each file
  * costs round trips that a task writing one after another waits out in
  * turn); what a file is worth after close() is what that file system's
@@ -36,10 +36,10 @@ import org.apache.spark.sql.types.StructType;
  * <p>A task can still be running when its job is aborted (Spark kills the
  * other attempts without waiting for them) and the driver has removed the
  * staging directory. Its files are therefore created with
- * createNonRecursive, flat in the staging directory: a create after the
+ * createNonRecursive, in a directory the driver made: a create after the
  * removal fails instead of making the staging directory again (create()
- * makes missing parents, and a directory per attempt would need a mkdirs,
- * which does too). On a file system without createNonRecursive, the
+ * makes missing parents, and a directory of the attempt's own would need a
+ * mkdirs, which does too). On a file system without createNonRecursive, the
  * staging directory is checked before each create instead, which narrows
  * that window without closing it.
  */
@@ -47,6 +47,7 @@ final class BfoHadoopDataWriter implements DataWriter<InternalRow> {
     private final Path dir;
     private final Path staging;
     private final String taskName;
+    private final String partitionDir;
     private final Configuration conf;
     private final boolean hsync;
     private final int writesInFlight;
@@ -57,11 +58,12 @@ final class BfoHadoopDataWriter implements DataWriter<InternalRow> {
     private boolean nonRecursive;
     private int submitted;
 
-    BfoHadoopDataWriter(Path dir, String stagingName, String taskName, Configuration conf, BfoOptions options,
-                        StructType schema) {
+    BfoHadoopDataWriter(Path dir, String stagingName, int partition, String taskName, Configuration conf,
+                        BfoOptions options, StructType schema) {
         this.dir = dir;
         this.staging = new Path(dir, stagingName);
         this.taskName = taskName;
+        this.partitionDir = partitionDir(partition);
         this.conf = conf;
         this.hsync = options.durability == BatchFileWriter.Durability.EACH;
         this.writesInFlight = options.writesInFlight;
@@ -78,7 +80,7 @@ final class BfoHadoopDataWriter implements DataWriter<InternalRow> {
             nonRecursive = hasCreateNonRecursive(fs);
             checkStaging();
         }
-        String name = taskName + "." + submitted++;
+        String name = partitionDir + "/" + taskName + "." + submitted++;
         Path file = new Path(staging, name);
         FileSystem target = fs;
         pool.submit(content.length, () -> {
@@ -89,6 +91,11 @@ final class BfoHadoopDataWriter implements DataWriter<InternalRow> {
             }
             return new BfoCommittedFiles.Staged(path, name);
         });
+    }
+
+    /** The directory of a partition's attempts in the staging area (made by the driver). */
+    static String partitionDir(int partition) {
+        return "p-" + partition;
     }
 
     /** Whether fs's class (or one between it and FileSystem) implements createNonRecursive: FileSystem's throws. */

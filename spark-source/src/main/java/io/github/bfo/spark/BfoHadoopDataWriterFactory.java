@@ -18,7 +18,7 @@ record BfoHadoopDataWriterFactory(String dir, String stagingName, SerializableCo
                                   BfoOptions options, StructType schema) implements DataWriterFactory {
     @Override
     public DataWriter<InternalRow> createWriter(int partitionId, long taskId) {
-        return new BfoHadoopDataWriter(new Path(dir), stagingName, BfoDataWriter.attemptName(partitionId, taskId),
-                conf.value(), options, schema);
+        return new BfoHadoopDataWriter(new Path(dir), stagingName, partitionId,
+                BfoDataWriter.attemptName(partitionId, taskId), conf.value(), options, schema);
     }
 }

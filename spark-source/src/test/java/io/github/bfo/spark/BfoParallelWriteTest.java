@@ -97,7 +97,7 @@ class BfoParallelWriteTest extends SparkTestBase {
         BfoHadoopBatchWrite job = new BfoHadoopBatchWrite(d,
                 new SerializableConfiguration(spark.sparkContext().hadoopConfiguration()), options,
                 BfoWriteSymlinkTest.info(queryId), false);
-        DataWriter<InternalRow> task = job.createBatchWriterFactory(null).createWriter(1, 7);
+        DataWriter<InternalRow> task = job.createBatchWriterFactory(() -> 2).createWriter(1, 7);
         task.write(row("a/early"));
         job.abort(new WriterCommitMessage[0]);
         Exception x = assertThrows(IOException.class, () -> {

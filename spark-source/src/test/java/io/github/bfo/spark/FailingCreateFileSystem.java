@@ -18,12 +18,12 @@ import org.apache.hadoop.util.Progressable;
  * 0 (TASK.57, TASK = task-0-ATTEMPT: the writer stages files under numbers,
  * not their names): the failure of one file among many written at once.
  */
-public final class FailingCreateFileSystem extends RawLocalFileSystem {
+public class FailingCreateFileSystem extends RawLocalFileSystem {
     static final String SCHEME = "bfofailcreate";
 
     @Override
     public URI getUri() {
-        return URI.create(SCHEME + ":///");
+        return URI.create(getScheme() + ":///");
     }
 
     @Override

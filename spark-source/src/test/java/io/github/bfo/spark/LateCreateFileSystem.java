@@ -2,15 +2,12 @@
 package io.github.bfo.spark;
 
 import java.io.IOException;
-import java.net.URI;
 import java.util.EnumSet;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.hadoop.fs.CreateFlag;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.Path;
-import org.apache.hadoop.fs.RawLocalFileSystem;
 import org.apache.hadoop.fs.permission.FsPermission;
-import org.apache.hadoop.util.Progressable;
 
 /**
  * {@link FailingCreateFileSystem}'s refusals under the scheme "bfolatecreate:",
@@ -19,33 +16,13 @@ import org.apache.hadoop.util.Progressable;
  * and it returns false, as the local disk's walk does when a task's create
  * comes after its listing (and before its rmdir).
  */
-public final class LateCreateFileSystem extends RawLocalFileSystem {
+public final class LateCreateFileSystem extends FailingCreateFileSystem {
     static final String SCHEME = "bfolatecreate";
     static final AtomicInteger raced = new AtomicInteger();
 
     @Override
-    public URI getUri() {
-        return URI.create(SCHEME + ":///");
-    }
-
-    @Override
     public String getScheme() {
         return SCHEME;
-    }
-
-    @Override
-    public FSDataOutputStream create(Path f, FsPermission permission, boolean overwrite, int bufferSize,
-                                     short replication, long blockSize, Progressable progress) throws IOException {
-        FailingCreateFileSystem.refuse(f);
-        return super.create(f, permission, overwrite, bufferSize, replication, blockSize, progress);
-    }
-
-    @Override
-    public FSDataOutputStream createNonRecursive(Path f, FsPermission permission, EnumSet<CreateFlag> flags,
-                                                 int bufferSize, short replication, long blockSize,
-                                                 Progressable progress) throws IOException {
-        FailingCreateFileSystem.refuse(f);
-        return super.createNonRecursive(f, permission, flags, bufferSize, replication, blockSize, progress);
     }
 
     @Override
@@ -57,8 +34,8 @@ public final class LateCreateFileSystem extends RawLocalFileSystem {
         super.delete(p, true);
         raced.incrementAndGet();
         mkdirs(p);
-        try (FSDataOutputStream late = super.createNonRecursive(new Path(p, "task-1-9.3"), FsPermission.getFileDefault(),
-                EnumSet.of(CreateFlag.CREATE), 4096, (short) 1, 1 << 20, null)) {
+        try (FSDataOutputStream late = super.createNonRecursive(new Path(p, "task-1-9.3"),
+                FsPermission.getFileDefault(), EnumSet.of(CreateFlag.CREATE), 4096, (short) 1, 1 << 20, null)) {
             late.write('x');
         }
         return false;
