@@ -353,6 +353,15 @@ void t_init(const char *name, unsigned alarm_seconds)
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		sigaction(sigs[i], &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+#ifdef T_CTEST_TIMEOUT
+	/* the watchdog must fire before ctest kills the test, which then
+	 * could not say what hung nor unmount what it mounted */
+	if (alarm_seconds + 60 > T_CTEST_TIMEOUT) {
+		fprintf(stderr, "FAIL %s: watchdog %u s is not 60 s below ctest's timeout (%u s, tests/CMakeLists.txt)\n",
+			name, alarm_seconds, (unsigned)T_CTEST_TIMEOUT);
+		exit(1);
+	}
+#endif
 	t_wd_secs = alarm_seconds;
 	alarm(alarm_seconds);
 	t_log("start (watchdog %u s%s)", alarm_seconds, T_ASAN ? ", sanitizer build" : "");
