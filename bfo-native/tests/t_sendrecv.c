@@ -1219,7 +1219,9 @@ static void scenario_million(void *arg)
 	free(b.p);
 	char *argv[] = { BFO_CLI, "recv", "-a", (char *)tw_fmt("%s/dst", mnt), NULL };
 	pid_t pid = tw_spawn(argv, file, NULL);
-	int st = tw_wait(pid);
+	/* its pace is the disk's and the machine's (1,200 files/s seen beside
+	 * stress-ng and a CI run): a hang is a stall, not a slow run */
+	int st = tw_wait_progress(pid, mnt, 120, "million: recv made no progress for 120 s");
 
 	getrusage(RUSAGE_CHILDREN, &ru);
 	TW_CHECK(st == 0, "[a million entries] recv exit %d", st);
@@ -1227,6 +1229,7 @@ static void scenario_million(void *arg)
 		 ru.ru_maxrss);
 	struct tw_run r;
 
+	t_watchdog(600, "million: find | wc -l");
 	tw_runl(&r, "sh", "-c", "find \"$1\" | wc -l", "sh", tw_fmt("%s/dst", mnt), (char *)NULL);
 	/* DST, DST/m (rsync's rule: the source m is copied to DST/m), the rest */
 	TW_CHECK(atol(r.out) == 2 + (long)DIRS * (PER + 1), "[a million entries] %s entries", r.out);

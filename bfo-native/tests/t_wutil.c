@@ -233,6 +233,51 @@ int tw_wait(pid_t pid)
 	return 128 + WTERMSIG(st);
 }
 
+/* What pid has read and written so far (rchar + wchar), 0 once it is gone. */
+static uint64_t io_chars(pid_t pid)
+{
+	char path[64], line[128];
+	uint64_t sum = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/io", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long v;
+
+		if (sscanf(line, "rchar: %llu", &v) == 1 || sscanf(line, "wchar: %llu", &v) == 1)
+			sum += v;
+	}
+	fclose(f);
+	return sum;
+}
+
+int tw_wait_progress(pid_t pid, const char *dir, unsigned stall_secs, const char *what)
+{
+	uint64_t last = UINT64_MAX;
+
+	for (;;) {
+		int st;
+		pid_t r = waitpid(pid, &st, WNOHANG);
+
+		if (r == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		if (r < 0 && errno != EINTR)
+			t_fail("waitpid %d: %s", (int)pid, strerror(errno));
+		struct statvfs sv;
+		uint64_t now = io_chars(pid);
+
+		if (statvfs(dir, &sv) == 0)
+			now += (uint64_t)(sv.f_files - sv.f_ffree) + (uint64_t)(sv.f_blocks - sv.f_bfree);
+		if (now != last)
+			t_watchdog(stall_secs, what);   /* progress: the stall clock starts again */
+		last = now;
+		tw_sleep_ns(500 * 1000 * 1000);
+	}
+}
+
 void tw_sleep_ns(uint64_t ns)
 {
 	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };

@@ -82,6 +82,13 @@ void tw_runl(struct tw_run *r, const char *arg0, ...) __attribute__((sentinel));
 pid_t tw_spawn(char *const argv[], const char *stdin_path, const char *out_path);
 /* waitpid; returns the exit status or 128 + signal. */
 int tw_wait(pid_t pid);
+/*
+ * tw_wait for a long run on a machine that may be busy: instead of a
+ * deadline, the watchdog fires (naming what) only after stall_secs in
+ * which neither pid's I/O (/proc/PID/io) nor the inodes and blocks used on
+ * dir's file system changed.
+ */
+int tw_wait_progress(pid_t pid, const char *dir, unsigned stall_secs, const char *what);
 
 /*
  * Wait until the process pid runs prog (past its exec) and has a handler
