@@ -225,7 +225,7 @@ static void run_raw(void *arg)
 
 int main(void)
 {
-	t_init("t_stall", 1800);
+	t_init("t_stall", 1500);
 	t_subtest("uring", 1200, run_uring, (void *)t_tmpdir());
 	t_subtest("portable", 1200, run_portable, (void *)t_tmpdir());
 	t_subtest("raw", 1200, run_raw, NULL);
