@@ -3,6 +3,8 @@ package io.github.bfo.spark;
 
 import java.util.SortedMap;
 import java.util.TreeMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
 
 /**
@@ -17,6 +19,8 @@ final class BfoCommittedFiles implements WriterCommitMessage {
     final String taskName;   // in the staging directory
     final String[] paths;
     final String[] stagedNames;   // null: STAGING/TASK/PATH; else STAGING/stagedNames[i] holds paths[i]
+    // p-PARTITION/TASK.N, TASK in group 1; compiled once: the driver checks every file of the job
+    private static final Pattern STAGED_NAME = Pattern.compile("p-[0-9]+/([^/]+)\\.[0-9]+");
 
     /** A file written to the staging directory under name, for path in the output directory. */
     record Staged(String path, String name) {
@@ -44,9 +48,8 @@ final class BfoCommittedFiles implements WriterCommitMessage {
             return taskName + "/" + paths[i];
         }
         String n = stagedNames[i];
-        int slash = n.indexOf('/');
-        if (slash < 0 || !n.startsWith(taskName + ".", slash + 1) || n.indexOf('/', slash + 1) >= 0
-                || !n.substring(0, slash).matches("p-[0-9]+")) {
+        Matcher m = STAGED_NAME.matcher(n);
+        if (!m.matches() || !m.group(1).equals(taskName)) {
             throw new IllegalArgumentException("bfo write: bad staged file '" + n + "' of " + taskName);
         }
         return n;

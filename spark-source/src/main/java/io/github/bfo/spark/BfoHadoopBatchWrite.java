@@ -4,6 +4,8 @@ package io.github.bfo.spark;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.FileAlreadyExistsException;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.SortedMap;
 import org.apache.hadoop.fs.FileContext;
@@ -92,11 +94,22 @@ final class BfoHadoopBatchWrite extends BfoStagedWrite {
      * refuses more than dfs.namenode.fs-limits.max-directory-items, 1,048,576 by default, in one directory).
      */
     private void makePartitionDirs(FileSystem fs, int partitions) throws IOException {
+        List<Path> dirs = new ArrayList<>();
+        for (int p = 0; p < partitions; p++) {
+            dirs.add(new Path(staging, BfoHadoopDataWriter.partitionDir(p)));
+        }
+        mkdirs(fs, dirs, STAGING_PERMISSION);
+    }
+
+    /**
+     * Makes dirs (with their parents), {@code commitThreads} at a time: each is a round trip. permission null:
+     * the file system's own default (mkdirs(Path): the local disk applies the umask there).
+     */
+    private void mkdirs(FileSystem fs, List<Path> dirs, FsPermission permission) throws IOException {
         try (BfoWritePool<Void> mk = new BfoWritePool<>(options.commitThreads, Long.MAX_VALUE, "bfo-commit")) {
-            for (int p = 0; p < partitions; p++) {
-                Path d = new Path(staging, BfoHadoopDataWriter.partitionDir(p));
+            for (Path d : dirs) {
                 mk.submit(0, () -> {
-                    if (!fs.mkdirs(d, STAGING_PERMISSION)) {
+                    if (!(permission == null ? fs.mkdirs(d) : fs.mkdirs(d, permission))) {
                         throw new IOException("mkdirs " + d + " returned false");
                     }
                     return null;
@@ -131,22 +144,16 @@ final class BfoHadoopBatchWrite extends BfoStagedWrite {
                 parents.add(p.substring(0, slash));
             }
         }
-        try (BfoWritePool<Void> mk = new BfoWritePool<>(options.commitThreads, Long.MAX_VALUE, "bfo-commit")) {
-            String last = null;
-            for (String d : parents.descendingSet()) {
-                if (last != null && last.startsWith(d + "/")) {
-                    continue;   // an ancestor of the deeper directory just made
-                }
-                last = d;
-                mk.submit(0, () -> {
-                    if (!fs.mkdirs(child(d))) {
-                        throw new IOException("mkdirs " + child(d) + " returned false");
-                    }
-                    return null;
-                });
+        List<Path> deepest = new ArrayList<>();
+        String last = null;
+        for (String d : parents.descendingSet()) {
+            if (last != null && last.startsWith(d + "/")) {
+                continue;   // an ancestor of the deeper directory just listed
             }
-            mk.finish();
+            last = d;
+            deepest.add(child(d));
         }
+        mkdirs(fs, deepest, null);
         try (BfoWritePool<Void> renames = new BfoWritePool<>(options.commitThreads, Long.MAX_VALUE, "bfo-commit")) {
             for (Map.Entry<String, String> e : sources.entrySet()) {
                 Path src = child(e.getValue());
@@ -203,7 +210,7 @@ final class BfoHadoopBatchWrite extends BfoStagedWrite {
             if (!fs.exists(staging)) {
                 return;
             }
-            Path away = new Path(dir, stagingName + "-removed-" + java.util.UUID.randomUUID());
+            Path away = new Path(dir, removedName(stagingName) + "-" + java.util.UUID.randomUUID());
             if (!fs.rename(staging, away)) {
                 throw new IOException("cannot rename it to " + away);
             }
