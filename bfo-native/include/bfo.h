@@ -693,7 +693,8 @@ int bfo_copier_set_opts(struct bfo_copier *c, const struct bfo_copy_opts *opts);
  * bfo_copier_create - make a copier with read options ropts and write
  * options wopts (either may be NULL for the defaults), BFO_COPY_* flags and
  * callbacks (may be NULL; copied).  Returns 0 and the copier in *c, or
- * -EINVAL / -ENOMEM.  Free it with bfo_copier_destroy().
+ * -EINVAL / -ENOMEM / -EMFILE (it holds one descriptor, its cancel's
+ * wakeup).  Free it with bfo_copier_destroy().
  */
 int bfo_copier_create(struct bfo_copier **c, const struct bfo_opts *ropts,
 		      const struct bfo_write_opts *wopts, uint32_t flags,
@@ -789,9 +790,12 @@ int bfo_copier_stats(struct bfo_copier *c, struct bfo_copy_stats *stats);
 int bfo_copier_read_stats(struct bfo_copier *c, struct bfo_stats *stats);
 
 /*
- * bfo_copier_cancel - make a running bfo_copier_run() stop soon (files
- * already written stay, none is left torn).  Safe from any thread and
- * async-signal-safe.  Returns 0.
+ * bfo_copier_cancel - make a running bfo_copier_run() (or send, or recv)
+ * stop soon (files already written stay, none is left torn), including
+ * one blocked on its stream.  With no run going on, the next run is
+ * cancelled as it starts (a signal handler installed before a run loses
+ * nothing); each run forgets the cancel as it returns.  Safe from any
+ * thread and async-signal-safe (errno kept).  Returns 0.
  */
 int bfo_copier_cancel(struct bfo_copier *c);
 

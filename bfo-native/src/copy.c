@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -66,6 +67,13 @@ BFO_API int bfo_copier_create(struct bfo_copier **out, const struct bfo_opts *ro
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
+	c->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (c->wakefd < 0) {
+		int e = errno;
+
+		free(c);
+		return -e;
+	}
 	bfo_opts_init(&c->ro);
 	if (ropts)
 		c->ro = *ropts;
@@ -133,7 +141,6 @@ void copy_run_cleanup(struct bfo_copier *c)
 
 void copy_run_reset(struct bfo_copier *c)
 {
-	atomic_store(&c->cancel, false);
 	pthread_mutex_lock(&c->lock);
 	memset(&c->st, 0, sizeof(c->st));
 	memset(&c->rst, 0, sizeof(c->rst));
@@ -391,17 +398,12 @@ static int run_close(struct bfo_copier *c, struct run *r)
 	return ret;
 }
 
-BFO_API int bfo_copier_run(struct bfo_copier *c, const char *const *srcs, unsigned nsrc,
-			   const char *dst)
+static int copier_run(struct bfo_copier *c, const char *const *srcs, unsigned nsrc,
+		      const char *dst)
 {
 	struct run r = { 0 };
 	int ret;
 
-	if (!c || !srcs || !nsrc || !dst || nsrc > UINT16_MAX)
-		return -EINVAL;
-	for (unsigned i = 0; i < nsrc; i++)
-		if (!srcs[i] || !*srcs[i])
-			return -EINVAL;
 	copy_run_reset(c);
 	ret = run_dest(c, &r, srcs, nsrc, dst);
 	/* A destination that was there is compared through its index. */
@@ -438,6 +440,21 @@ BFO_API int bfo_copier_run(struct bfo_copier *c, const char *const *srcs, unsign
 	copy_progress(c, true);
 	copy_run_cleanup(c);
 	free(r.single);
+	return ret;
+}
+
+BFO_API int bfo_copier_run(struct bfo_copier *c, const char *const *srcs, unsigned nsrc,
+			   const char *dst)
+{
+	int ret;
+
+	if (!c || !srcs || !nsrc || !dst || nsrc > UINT16_MAX)
+		return -EINVAL;
+	for (unsigned i = 0; i < nsrc; i++)
+		if (!srcs[i] || !*srcs[i])
+			return -EINVAL;
+	ret = copier_run(c, srcs, nsrc, dst);
+	copy_run_end(c);
 	return ret;
 }
 
@@ -496,11 +513,29 @@ BFO_API int bfo_copier_read_stats(struct bfo_copier *c, struct bfo_stats *st)
 	return 0;
 }
 
+void copy_run_end(struct bfo_copier *c)
+{
+	uint64_t n;
+
+	atomic_store(&c->cancel, false);
+	if (read(c->wakefd, &n, sizeof(n)) < 0) {
+		/* EAGAIN: no cancel came */
+	}
+}
+
 BFO_API int bfo_copier_cancel(struct bfo_copier *c)
 {
+	uint64_t one = 1;
+	int saved = errno;      /* (a signal handler's caller keeps its errno) */
+
 	if (!c)
 		return -EINVAL;
 	atomic_store(&c->cancel, true);
+	/* after the flag: a wait woken by this sees it set */
+	if (write(c->wakefd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the counter is full, so it is readable already */
+	}
+	errno = saved;
 	return 0;
 }
 
@@ -510,5 +545,6 @@ BFO_API void bfo_copier_destroy(struct bfo_copier *c)
 		return;
 	pthread_mutex_destroy(&c->lock);
 	filter_free(c->filter);
+	close(c->wakefd);
 	free(c);
 }

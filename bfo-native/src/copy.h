@@ -63,6 +63,9 @@ struct bfo_copier {
 	uint32_t flags;
 	struct bfo_copy_callbacks cb;
 	atomic_bool cancel;
+	/* readable once cancelled (an eventfd): a wait on the stream polls it,
+	 * so a cancel that lands just before the wait still ends it */
+	int wakefd;
 	pthread_mutex_t lock;       /* guards st for readers on other threads */
 	struct bfo_copy_stats st;
 	struct bfo_stats rst;       /* the read side's, once a run or send returned */
@@ -143,8 +146,11 @@ void copy_take_xattrs(struct bfo_copier *c, const char *src, struct bfo_wentry *
 void copy_meta_from(struct bfo_copier *c, struct bfo_wentry *e, uint32_t mode, uint32_t uid,
 		    uint32_t gid, int64_t as, uint32_t an, int64_t ms, uint32_t mn);
 void copy_who_init(struct copy_who *who, bool archive);
-/* A run begins: statistics, cancellation and who copies, reset. */
+/* A run begins: statistics and who copies, reset.  A cancel that came
+ * before it (a signal between the caller's handler and the run) stays. */
 void copy_run_reset(struct bfo_copier *c);
+/* A run returns: its cancel is forgotten. */
+void copy_run_end(struct bfo_copier *c);
 
 /* Something has the name path below rootfd (not followed). */
 bool copy_exists(int rootfd, const char *path);

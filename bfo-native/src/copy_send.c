@@ -336,7 +336,7 @@ static int send_run(struct bfo_copier *c, const char *const *srcs, unsigned nsrc
 	const char **kept = calloc(nsrc, sizeof(*kept));
 	char **names = calloc(nsrc, sizeof(*names));
 	struct run r = { .send = true };
-	struct wire_out out = { .cancel = &c->cancel };
+	struct wire_out out = { .cancel = &c->cancel, .cancelfd = c->wakefd };
 	struct wire_end end = { 0 };
 	struct duplex dx = { .c = c, .checksum = c->flags & BFO_COPY_CHECKSUM }, *d = NULL;
 	uint32_t k = 0, flags = c->archive ? WIRE_F_ARCHIVE : 0;
@@ -437,8 +437,10 @@ BFO_API int bfo_copier_send_duplex(struct bfo_copier *c, const char *const *srcs
 			return -EINVAL;
 	copy_run_reset(c);
 	ret = bfo_ctx_create(&c->rctx, &c->ro);
-	if (ret)
+	if (ret) {
+		copy_run_end(c);
 		return ret;
+	}
 	bfo_opts_init(&d);
 	/* As a local copy's: a quarter of the read arena a batch (a frame
 	 * holds at most WIRE_DATA_MAX; larger batches go as several). */
@@ -459,6 +461,7 @@ BFO_API int bfo_copier_send_duplex(struct bfo_copier *c, const char *const *srcs
 	pthread_mutex_unlock(&c->lock);
 	copy_progress(c, true);
 	copy_run_cleanup(c);
+	copy_run_end(c);
 	return ret;
 }
 

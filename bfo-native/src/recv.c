@@ -333,6 +333,8 @@ static int receive(struct rx *x, const char *dst)
 		if (!ret && s->eof) {
 			rx_stream_error(x, "the stream ends before its end frame (the sender or its connection died)",
 				     -EPIPE);
+		} else if (ret == -ECANCELED) {
+			ret = 0;        /* the reader saw the cancel first: not the stream's fault */
 		} else if (ret) {
 			rx_stream_error(x, s->why, ret);
 		} else if (s->f.kind == WIRE_SOURCES) {
@@ -512,6 +514,7 @@ BFO_API int bfo_copier_recv_duplex(struct bfo_copier *c, int fd, int reply_fd, c
 		ret = atomic_load(&c->cancel) ? -ECANCELED : (int)MIN(c->st.errors, (uint64_t)INT32_MAX);
 	pthread_mutex_unlock(&c->lock);
 	copy_progress(c, true);
+	copy_run_end(c);
 	return ret;
 }
 

@@ -183,8 +183,8 @@ int rx_read_start(struct rx *x)
 	ssize_t k;
 	int ret;
 
-	/* (no wakeup yet: a signal with the copier cancelled ends the wait) */
-	wio_init(&x->in, x->fd, -1, &x->c->cancel);
+	/* on the caller's thread: the copier's cancel ends the wait */
+	wio_init(&x->in, x->fd, x->c->wakefd, &x->c->cancel);
 	k = wio_read(&x->in, b, sizeof(b));
 	if (k == -ECANCELED)
 		return (int)k;

@@ -94,6 +94,7 @@ int rx_sync_start(struct rx *x, bool root_existed)
 	}
 	hello[0] = x->lists ? WIRE_H_LIST : 0;
 	x->back.cancel = &c->cancel;    /* a cancel cuts an answer short */
+	x->back.cancelfd = c->wakefd;
 	if ((ret = wire_out_start(&x->back, x->reply_fd, 0, 0, NULL, 0)) ||
 	    (ret = wire_out_frame(&x->back, WIRE_HELLO, 0, hello, sizeof(hello)))) {
 		if (ret != -ECANCELED)

@@ -176,8 +176,8 @@ int wire_out_start(struct wire_out *o, int fd, uint32_t flags, int level,
 	struct iovec iov = { start, wire_start_put(start, flags) };
 	int ret;
 
-	*o = (struct wire_out){ .cancel = o->cancel };   /* cancel: the caller's */
-	wio_init(&o->io, fd, -1, o->cancel);
+	*o = (struct wire_out){ .cancel = o->cancel, .cancelfd = o->cancelfd };   /* the caller's */
+	wio_init(&o->io, fd, o->cancelfd, o->cancel);
 	if ((ret = wio_writev(&o->io, &iov, 1)) || (ret = frame_begin(o)))
 		return ret;
 	if ((flags & WIRE_F_ZSTD) && (ret = wio_compress(&o->io, level)))

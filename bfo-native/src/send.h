@@ -23,6 +23,7 @@ struct wire_out {
 	 * is, so the receiver sees the stream cut at once; NULL: never.  The
 	 * caller's, kept by wire_out_start. */
 	const atomic_bool *cancel;
+	int cancelfd;               /* readable once cancelled (-1: none); the caller's too */
 	uint8_t *meta;              /* the frame being built: head, records, hash */
 	size_t meta_len, meta_cap;
 	struct iovec *iov;          /* iov[0] the meta; then data in the caller's entries */

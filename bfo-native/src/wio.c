@@ -71,12 +71,22 @@ void wio_init(struct wio *w, int fd, int stopfd, const atomic_bool *cancel)
 }
 
 /* All of iov[0..n) to the descriptor, continuing short writes;
- * -ECANCELED once *cancel is set. */
+ * -ECANCELED once *cancel is set or stopfd is readable. */
 static int write_all(struct wio *w, struct iovec *iov, size_t n)
 {
 	while (n) {
+		struct pollfd pf[2] = { { w->fd, POLLOUT, 0 }, { w->stopfd, POLLIN, 0 } };
+
 		if (w->cancel && atomic_load(w->cancel))
 			return -ECANCELED;
+		/* a cancel just before a blocking write ends the wait for room
+		 * (one during it: the signal's EINTR, or the far side's end) */
+		if (w->stopfd >= 0 && poll(pf, 2, -1) < 0 && errno != EINTR)
+			return -errno;
+		if (w->stopfd >= 0 && (pf[1].revents & POLLIN))
+			return -ECANCELED;
+		if (w->stopfd >= 0 && !pf[0].revents)
+			continue;
 		ssize_t k = writev(w->fd, iov, (int)MIN(n, (size_t)IOV_MAX));
 
 		if (k < 0) {
@@ -106,6 +116,8 @@ static ssize_t read_some(struct wio *w, void *p, size_t len)
 		struct pollfd pf[2] = { { w->fd, POLLIN, 0 }, { w->stopfd, POLLIN, 0 } };
 		ssize_t k;
 
+		if (w->cancel && atomic_load(w->cancel))
+			return -ECANCELED;
 		if (w->stopfd >= 0 && poll(pf, 2, -1) < 0) {
 			if (errno == EINTR && !(w->cancel && atomic_load(w->cancel)))
 				continue;

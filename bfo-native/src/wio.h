@@ -26,7 +26,7 @@ struct iovec;
 
 struct wio {
 	int fd;
-	int stopfd;                 /* read: readable means stop (-1: none) */
+	int stopfd;                 /* readable means stop (-1: none) */
 	const atomic_bool *cancel;  /* set: stops (may be NULL); see wio_writev, wio_read */
 	void *z;                    /* ZSTD_CCtx (write) or ZSTD_DCtx (read), or NULL */
 	bool writer;                /* z is a ZSTD_CCtx */

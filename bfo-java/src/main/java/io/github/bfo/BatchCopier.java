@@ -156,6 +156,9 @@ public final class BatchCopier implements AutoCloseable {
     private final BfoNative.ErrorCallback errorCb;
     private final BfoNative.ProgressCallback progressCb;
     private Memory callbacks;
+    private Memory nativeRo, nativeWo;
+    private int nativeFlags;
+    private IOException replaceFailure;   // the copier could not be made again after a cancel
     // per run (native callbacks land here)
     private List<IOException> runFailures;
     private Throwable listenerFailure;
@@ -195,13 +198,39 @@ public final class BatchCopier implements AutoCloseable {
         callbacks.clear();
         callbacks.setPointer(BfoNative.CB_error, CallbackReference.getFunctionPointer(errorCb));
         callbacks.setPointer(BfoNative.CB_progress, CallbackReference.getFunctionPointer(progressCb));
-        int flags = (b.archive ? BfoNative.COPY_ARCHIVE : 0) | (b.replace ? BfoNative.COPY_REPLACE : 0);
+        nativeRo = ro;
+        nativeWo = wo;
+        nativeFlags = (b.archive ? BfoNative.COPY_ARCHIVE : 0) | (b.replace ? BfoNative.COPY_REPLACE : 0);
+        copier = newCopier();
+    }
+
+    private Pointer newCopier() throws IOException {
         PointerByReference ref = new PointerByReference();
-        int r = BfoNative.bfo_copier_create(ref, ro, wo, flags, callbacks);
+        int r = BfoNative.bfo_copier_create(ref, nativeRo, nativeWo, nativeFlags, callbacks);
         if (r < 0) {
             throw new IOException("cannot create a copier: " + Errno.text(r));
         }
-        copier = ref.getValue();
+        return ref.getValue();
+    }
+
+    /*
+     * A cancel that lands after the native run returned stays with the
+     * native copier for its next run (libbfo keeps a cancel made between
+     * runs, so that a signal before a run is not lost); this copier's
+     * cancel() means the run that was going on, so such a copier is
+     * replaced.  Under lock, the run over.
+     */
+    private void replaceCancelledCopier() {
+        if (!cancelRequested || copier == null || closed) {
+            return;
+        }
+        BfoNative.bfo_copier_destroy(copier);
+        copier = null;
+        try {
+            copier = newCopier();
+        } catch (IOException e) {
+            replaceFailure = e;
+        }
     }
 
     /** True when libbfo serves this copier. */
@@ -287,6 +316,9 @@ public final class BatchCopier implements AutoCloseable {
             return runNative(sources, target);
         } finally {
             synchronized (lock) {
+                if (javaCopier == null) {
+                    replaceCancelledCopier();
+                }
                 running = false;
                 lock.notifyAll();
             }
@@ -312,6 +344,9 @@ public final class BatchCopier implements AutoCloseable {
             off += b.length + 1;
         }
         Memory dst = BfoNative.cString(PathBytes.of(target));
+        if (copier == null) {
+            throw new IOException("cannot create a copier after a cancel", replaceFailure);
+        }
         runFailures = new ArrayList<>();
         listenerFailure = null;
         if (cancelRequested) {

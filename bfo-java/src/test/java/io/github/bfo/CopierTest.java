@@ -199,6 +199,34 @@ class CopierTest {
     }
 
     @Test
+    void aCopyAfterACancelledOneIsWhole() throws IOException {
+        Path src = source();
+        AtomicReference<BatchCopier> self = new AtomicReference<>();
+        AtomicInteger rounds = new AtomicInteger();
+        CopyListener l = new CopyListener() {
+            @Override
+            public void progress(CopyStats s) {
+                if (rounds.get() == 0) {
+                    self.get().cancel();     // each call, the last (as the run ends) too
+                }
+            }
+        };
+        try (BatchCopier c = BatchCopier.builder().archive(true).listener(l).build()) {
+            self.set(c);
+            try {
+                c.copy(List.of(src), dir.resolve("first"));
+            } catch (CancellationException e) {
+                // cancelled mid-run, or the cancel came with the last progress: either way the next is whole
+            }
+            rounds.incrementAndGet();
+            Path dst = dir.resolve("second");
+            CopyResult r = c.copy(List.of(src), dst);
+            assertTrue(r.isOk(), r.failures().toString());
+            assertEquals(describe(src, true), describe(dst, true));
+        }
+    }
+
+    @Test
     void argumentChecks() throws IOException {
         try (BatchCopier c = BatchCopier.builder().build()) {
             assertThrows(NullPointerException.class, () -> c.copy(null, dir));
