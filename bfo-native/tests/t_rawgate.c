@@ -357,6 +357,7 @@ static void journal_default(void *arg)
 	for (int ordered = 0; ordered < 2; ordered++) {
 		char *m = t_mkdtemp_in("/tmp"), **d;
 
+		t_cleanup_rmdir(m);     /* (after the unmount: cleanups run in reverse) */
 		T_ASSERT(t_sh("mount -o loop%s %s %s", ordered ? ",data=ordered" : "", img, m) == 0, "mount");
 		t_cleanup_mount(m);
 		d = make_dir(m, ordered ? "o" : "j", NDIR, 0, 0644, 8 + ordered);
@@ -393,6 +394,7 @@ static void journal_flag(void *arg)
 	t_cleanup_unlink(img);
 	T_ASSERT(t_sh("truncate -s 128M %s && mkfs.ext4 -q -F %s", img, img) == 0, "mkfs");
 	m = t_mkdtemp_in("/tmp");
+	t_cleanup_rmdir(m);
 	T_ASSERT(t_sh("mount -o loop %s %s", img, m) == 0, "mount");
 	t_cleanup_mount(m);
 	d = make_dir(m, "j", NDIR, 0, 0644, 10);
