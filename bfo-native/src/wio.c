@@ -70,22 +70,34 @@ void wio_init(struct wio *w, int fd, int stopfd, const atomic_bool *cancel)
 	*w = (struct wio){ .fd = fd, .stopfd = stopfd, .cancel = cancel };
 }
 
+/* Before a read or write that may block: -ECANCELED once *cancel is set
+ * or stopfd is readable (a cancel just before the call ends the wait),
+ * 1 when a signal interrupted the wait (look again), 0 to go on, -errno.
+ * Without a stopfd, only a signal's EINTR ends the call's wait. */
+static int wait_ready(struct wio *w, short events)
+{
+	struct pollfd pf[2] = { { w->fd, events, 0 }, { w->stopfd, POLLIN, 0 } };
+
+	if (w->cancel && atomic_load(w->cancel))
+		return -ECANCELED;
+	if (w->stopfd < 0)
+		return 0;
+	if (poll(pf, 2, -1) < 0)
+		return errno == EINTR ? 1 : -errno;
+	return (pf[1].revents & POLLIN) ? -ECANCELED : 0;
+}
+
 /* All of iov[0..n) to the descriptor, continuing short writes;
- * -ECANCELED once *cancel is set or stopfd is readable. */
+ * -ECANCELED once *cancel is set or stopfd is readable (a write already
+ * blocked ends on a signal's EINTR or the far side's end). */
 static int write_all(struct wio *w, struct iovec *iov, size_t n)
 {
 	while (n) {
-		struct pollfd pf[2] = { { w->fd, POLLOUT, 0 }, { w->stopfd, POLLIN, 0 } };
+		int r = wait_ready(w, POLLOUT);
 
-		if (w->cancel && atomic_load(w->cancel))
-			return -ECANCELED;
-		/* a cancel just before a blocking write ends the wait for room
-		 * (one during it: the signal's EINTR, or the far side's end) */
-		if (w->stopfd >= 0 && poll(pf, 2, -1) < 0 && errno != EINTR)
-			return -errno;
-		if (w->stopfd >= 0 && (pf[1].revents & POLLIN))
-			return -ECANCELED;
-		if (w->stopfd >= 0 && !pf[0].revents)
+		if (r < 0)
+			return r;
+		if (r)
 			continue;
 		ssize_t k = writev(w->fd, iov, (int)MIN(n, (size_t)IOV_MAX));
 
@@ -113,18 +125,13 @@ static int write_all(struct wio *w, struct iovec *iov, size_t n)
 static ssize_t read_some(struct wio *w, void *p, size_t len)
 {
 	for (;;) {
-		struct pollfd pf[2] = { { w->fd, POLLIN, 0 }, { w->stopfd, POLLIN, 0 } };
+		int r = wait_ready(w, POLLIN);
 		ssize_t k;
 
-		if (w->cancel && atomic_load(w->cancel))
-			return -ECANCELED;
-		if (w->stopfd >= 0 && poll(pf, 2, -1) < 0) {
-			if (errno == EINTR && !(w->cancel && atomic_load(w->cancel)))
-				continue;
-			return errno == EINTR ? -ECANCELED : -errno;
-		}
-		if (w->stopfd >= 0 && (pf[1].revents & POLLIN))
-			return -ECANCELED;
+		if (r < 0)
+			return r;
+		if (r)
+			continue;
 		k = read(w->fd, p, len);
 		if (k >= 0) {
 			w->bytes += (uint64_t)k;
