@@ -792,7 +792,9 @@ int bfo_copier_read_stats(struct bfo_copier *c, struct bfo_stats *stats);
 /*
  * bfo_copier_cancel - make a running bfo_copier_run() (or send, or recv)
  * stop soon (files already written stay, none is left torn), including
- * one blocked on its stream.  With no run going on, the next run is
+ * one blocked on its stream (a stream on a pipe or a socket; a write to a
+ * full pipe on a kernel whose pipes refuse RWF_NOWAIT still waits for the
+ * pipe's reader, or a signal).  With no run going on, the next run is
  * cancelled as it starts (a signal handler installed before a run loses
  * nothing); each run forgets the cancel as it returns.  Safe from any
  * thread and async-signal-safe (errno kept).  Returns 0.

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -67,7 +68,28 @@ bool wio_zstd_available(void)
 
 void wio_init(struct wio *w, int fd, int stopfd, const atomic_bool *cancel)
 {
+	struct stat st;
+
 	*w = (struct wio){ .fd = fd, .stopfd = stopfd, .cancel = cancel };
+	/* Not for files or devices: their RWF_NOWAIT may fail with EAGAIN
+	 * for reasons poll() does not wait out.  Without a stopfd nothing
+	 * but a signal would end the wait anyway. */
+	w->nowait = stopfd >= 0 && fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
+}
+
+/* One write: RWF_NOWAIT where it is wanted and the kernel has it for this
+ * descriptor (pipes since Linux 6.x; where it has not, EOPNOTSUPP once,
+ * then writev, a write that may wait in the kernel as before). */
+static ssize_t write_once(struct wio *w, const struct iovec *iov, int n)
+{
+	if (w->nowait) {
+		ssize_t k = pwritev2(w->fd, iov, n, -1, RWF_NOWAIT);
+
+		if (k >= 0 || (errno != EOPNOTSUPP && errno != EINVAL))
+			return k;
+		w->nowait = false;
+	}
+	return writev(w->fd, iov, n);
 }
 
 /* Before a read or write that may block: -ECANCELED once *cancel is set
@@ -88,8 +110,9 @@ static int wait_ready(struct wio *w, short events)
 }
 
 /* All of iov[0..n) to the descriptor, continuing short writes;
- * -ECANCELED once *cancel is set or stopfd is readable (a write already
- * blocked ends on a signal's EINTR or the far side's end). */
+ * -ECANCELED once *cancel is set or stopfd is readable (see wio_init for
+ * a write to a full pipe; one to anything else that blocks in the kernel
+ * ends on a signal's EINTR or the far side's end). */
 static int write_all(struct wio *w, struct iovec *iov, size_t n)
 {
 	while (n) {
@@ -99,10 +122,12 @@ static int write_all(struct wio *w, struct iovec *iov, size_t n)
 			return r;
 		if (r)
 			continue;
-		ssize_t k = writev(w->fd, iov, (int)MIN(n, (size_t)IOV_MAX));
+		ssize_t k = write_once(w, iov, (int)MIN(n, (size_t)IOV_MAX));
 
 		if (k < 0) {
-			if (errno == EINTR)
+			/* EAGAIN: full after all (another writer, or a
+			 * caller's O_NONBLOCK): poll again */
+			if (errno == EINTR || (errno == EAGAIN && w->stopfd >= 0))
 				continue;
 			return -errno;
 		}

@@ -34,9 +34,13 @@ struct wio {
 	size_t cap, len, pos;
 	uint64_t bytes;             /* that crossed the descriptor */
 	bool eof;
+	bool nowait;                /* writes never block (RWF_NOWAIT): see wio_init */
 };
 
-/* Plain until wio_compress / wio_decompress. */
+/* Plain until wio_compress / wio_decompress.  With a stopfd, writes to a
+ * pipe or a socket go out with RWF_NOWAIT and wait in poll() beside the
+ * stopfd when it is full, so a stop also ends a write to a reader that
+ * stopped reading (a plain writev() would wait inside the kernel). */
 void wio_init(struct wio *w, int fd, int stopfd, const atomic_bool *cancel);
 /* From now on what is written is compressed at level (1..19, or zstd's
  * negative fast levels).  0, -EOPNOTSUPP (no libzstd) or -ENOMEM. */

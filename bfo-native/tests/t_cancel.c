@@ -13,17 +13,22 @@
  *    cancelled before bfo_copier_send() into a pipe nobody reads returns
  *    -ECANCELED too.
  *  - during: another thread cancels while (or before) the receiver waits
- *    on such a pipe: -ECANCELED.
+ *    on such a pipe: -ECANCELED.  A sender that filled a pipe nobody
+ *    reads, cancelled once the pipe is full: -ECANCELED (its write used to
+ *    wait in the kernel, where no cancel reached it).
  *  - after: the cancel is forgotten when the run returns: the same copier
  *    then sends the tree to a file, and a receiver makes of that stream
  *    what cp -a makes of the tree.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -69,6 +74,49 @@ static void recv_silent(const char *dst, bool from_thread)
 	close(p[0]);
 	close(p[1]);
 	bfo_copier_destroy(c);
+}
+
+struct sender {
+	struct bfo_copier *c;
+	const char **srcs;
+	int fd, ret;
+	atomic_bool done;
+};
+
+static void *send_run(void *arg)
+{
+	struct sender *s = arg;
+
+	s->ret = bfo_copier_send(s->c, s->srcs, 1, s->fd);
+	atomic_store(&s->done, true);
+	return NULL;
+}
+
+/* A sender into a pipe nobody reads (the tree is larger than the pipe),
+ * cancelled once the pipe is full: whether the sender then waits in a
+ * write that found room for part of its bytes, or in poll(), or is about
+ * to, the run ends with -ECANCELED.  (The test's sender thread does not
+ * wait for ever on its own: the sender cannot finish.) */
+static void send_full_pipe(const char **srcs)
+{
+	struct sender s = { .c = new_copier(), .srcs = srcs };
+	pthread_t t;
+	int p[2], queued = 0;
+
+	T_ASSERT(pipe(p) == 0, "pipe");
+	s.fd = p[1];
+	T_ASSERT(pthread_create(&t, NULL, send_run, &s) == 0, "pthread_create");
+	/* full: bytes in it and no room for another write */
+	while (!atomic_load(&s.done) && !(ioctl(p[0], FIONREAD, &queued) == 0 && queued > 0 &&
+					  poll(&(struct pollfd){ p[1], POLLOUT, 0 }, 1, 0) == 0))
+		tw_sleep_ns(1000000);
+	bfo_copier_cancel(s.c);
+	pthread_join(t, NULL);
+	TW_CHECK(s.ret == -ECANCELED, "[send, cancelled on a full pipe] returned %d (%s)", s.ret,
+		 strerror(-s.ret));
+	close(p[0]);
+	close(p[1]);
+	bfo_copier_destroy(s.c);
 }
 
 /* Root of the machine, not of a user namespace (unshare -Ur), where
@@ -125,6 +173,8 @@ int main(void)
 	TW_CHECK(ret == -ECANCELED, "[send, cancelled before] returned %d (%s)", ret, strerror(-ret));
 	close(p[0]);
 	close(p[1]);
+	t_watchdog(120, "a cancelled sender still waits on a full pipe");
+	send_full_pipe(srcs);
 
 	/* the cancel forgotten: the same copier sends the whole tree */
 	fd = open(stream, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
