@@ -77,9 +77,10 @@ void wio_init(struct wio *w, int fd, int stopfd, const atomic_bool *cancel)
 	w->nowait = stopfd >= 0 && fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
 }
 
-/* One write: RWF_NOWAIT where it is wanted and the kernel has it for this
- * descriptor (pipes since Linux 6.x; where it has not, EOPNOTSUPP once,
- * then writev, a write that may wait in the kernel as before). */
+/* One write: RWF_NOWAIT where it is wanted and the kernel takes it for
+ * this descriptor (sockets always; pipes on the kernels that gave them
+ * FMODE_NOWAIT, 6.18 here).  A kernel that refuses it says EOPNOTSUPP
+ * once; then writev, a write that may wait in the kernel as before. */
 static ssize_t write_once(struct wio *w, const struct iovec *iov, int n)
 {
 	if (w->nowait) {
