@@ -435,6 +435,8 @@ static int copier_run(struct bfo_copier *c, const char *const *srcs, unsigned ns
 		copy_report(c, "the destination's index", ret);
 	for (size_t i = 0; i < c->nsrcs && !atomic_load(&c->cancel); i++)
 		copy_source_go(c, &r, (uint16_t)i);
+	if (c->listing)
+		copy_sync_flush(c);
 	copy_run_drain(c);
 	ret = run_close(c, &r);
 	copy_progress(c, true);

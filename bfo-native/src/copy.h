@@ -228,9 +228,12 @@ bool copy_report_deferred(struct bfo_copier *c, const char *path, int status);
 int copy_sync_start(struct bfo_copier *c);
 /* The index, once built (waited for; its failures named), or NULL. */
 struct dindex *copy_sync_index(struct bfo_copier *c);
-/* A list batch: decided against the index (waited for), told, applied
- * (unless BFO_COPY_DRY_RUN); freed. */
+/* A list batch: decided against the index, told, applied (unless
+ * BFO_COPY_DRY_RUN); freed.  While the index is being built it may wait
+ * in a bounded queue instead, so that the listing goes on. */
 void copy_sync_emit(struct bfo_copier *c, struct lbatch *b);
+/* The listing is done: the batches still waiting are decided. */
+void copy_sync_flush(struct bfo_copier *c);
 /* The run's end, the writer closed: --delete, then the directories'
  * times.  Frees the index. */
 void copy_sync_end(struct bfo_copier *c);

@@ -5,6 +5,11 @@
  * sources are listed; each list batch is decided against it, told
  * (BFO_COPY_DRY_RUN: only told) and applied; at the end --delete and the
  * directories' times.
+ *
+ * Both scans take about as long on a tree that did not change, so the
+ * listing does not stop at its first batch to wait for the index: batches
+ * made before the index is there wait in a queue (PENDING_MAX entries,
+ * about 40 MB at most) and are decided, in their order, once it is.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -16,12 +21,17 @@
 #include "copy.h"
 #include "dindex.h"
 #include "sync.h"
+#include "test_hooks.h"
 
 #define IX_FAILS_MAX 64u            /* unreadable directories named */
+#define PENDING_MAX 131072u         /* list entries made ahead of the index */
 
 struct ixjob {
 	pthread_t thread;
 	bool joined;
+	atomic_bool built;          /* the thread's work is done: a join does not wait */
+	struct lbatch *pend, **pend_last;   /* list batches waiting for the index */
+	size_t npend;               /* their entries */
 	int ret;
 	struct dindex *ix;
 	struct dindex_copy *copies;
@@ -52,6 +62,9 @@ static void *ix_main(void *arg)
 	j->ret = dindex_build(&j->ix, c->dst_fd, c->root, j->copies, j->n, c->filter, &c->ro,
 			      (c->flags & BFO_COPY_CHECKSUM ? DINDEX_HASH : 0) |
 			      (c->archive ? DINDEX_XATTRS : 0), ix_failed, j, &c->cancel);
+	if (bfo_test_hooks.index_built)
+		bfo_test_hooks.index_built(bfo_test_hooks.arg);
+	atomic_store(&j->built, true);
 	return NULL;
 }
 
@@ -71,6 +84,7 @@ int copy_sync_start(struct bfo_copier *c)
 		return -ENOMEM;
 	}
 	j->c = c;
+	j->pend_last = &j->pend;
 	for (size_t i = 0; i < c->nsrcs; i++) {
 		c->sync.prefix[i] = c->srcs[i].prefix;
 		j->copies[i] = (struct dindex_copy){ c->srcs[i].prefix, c->srcs[i].name };
@@ -103,6 +117,8 @@ struct dindex *copy_sync_index(struct bfo_copier *c)
 	if (!j)
 		return NULL;
 	if (!j->joined) {
+		if (!atomic_load(&j->built) && bfo_test_hooks.list_waits)
+			bfo_test_hooks.list_waits(bfo_test_hooks.arg, j->npend);
 		pthread_join(j->thread, NULL);
 		j->joined = true;
 		for (unsigned i = 0; i < j->nfails; i++) {
@@ -120,12 +136,12 @@ struct dindex *copy_sync_index(struct bfo_copier *c)
 	return j->ix;
 }
 
-void copy_sync_emit(struct bfo_copier *c, struct lbatch *b)
+/* b decided against the index (there by now), told, applied; freed. */
+static void decide(struct bfo_copier *c, struct lbatch *b)
 {
 	bool dry = c->flags & BFO_COPY_DRY_RUN;
 	char buf[BFO_WPATH_MAX];
 
-	copy_sync_index(c);
 	for (size_t i = 0; i < b->n; i++) {
 		struct lent *e = &b->e[i];
 
@@ -163,6 +179,39 @@ void copy_sync_emit(struct bfo_copier *c, struct lbatch *b)
 	copy_drain(c, 0, false);
 }
 
+void copy_sync_flush(struct bfo_copier *c)
+{
+	struct ixjob *j = c->ixjob;
+
+	copy_sync_index(c);
+	while (j && j->pend) {
+		struct lbatch *b = j->pend;
+
+		j->pend = b->next;
+		b->next = NULL;
+		j->npend -= b->n;
+		decide(c, b);
+	}
+	if (j)
+		j->pend_last = &j->pend;
+}
+
+void copy_sync_emit(struct bfo_copier *c, struct lbatch *b)
+{
+	struct ixjob *j = c->ixjob;
+	size_t max = bfo_test_hooks.list_pending_max ? bfo_test_hooks.list_pending_max : PENDING_MAX;
+
+	if (j && !j->joined && !atomic_load(&j->built) && j->npend + b->n <= max) {
+		b->next = NULL;
+		*j->pend_last = b;
+		j->pend_last = &b->next;
+		j->npend += b->n;
+		return;
+	}
+	copy_sync_flush(c);
+	decide(c, b);
+}
+
 static void on_deleted(void *arg, const char *path)
 {
 	struct bfo_copier *c = arg;
@@ -184,6 +233,12 @@ void copy_sync_end(struct bfo_copier *c)
 	if (!j)
 		return;
 	copy_sync_index(c);
+	while (j->pend) {               /* (not flushed: a run that failed) */
+		struct lbatch *b = j->pend;
+
+		j->pend = b->next;
+		lbatch_free(b);
+	}
 	/* Nothing is deleted after a failure that may have hidden a source's
 	 * entry (a directory not listed: its copy's entries would all seem
 	 * gone), or when the run was cancelled. */

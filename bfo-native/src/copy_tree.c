@@ -236,7 +236,13 @@ void copy_source_go(struct bfo_copier *c, struct run *r, uint16_t srcno)
 		r->root_meta_src = src;   /* the root itself is the copy */
 		r->root_meta_st = s->st;  /* as it was before the walk read it */
 	}
-	if (c->listing && (!s->fresh || (c->flags & BFO_COPY_DRY_RUN))) {
+	bool listed = c->listing && (!s->fresh || (c->flags & BFO_COPY_DRY_RUN));
+
+	/* the sources are copied in their order (a later one's names win):
+	 * the list batches of those before still waiting go first */
+	if (c->listing && !listed)
+		copy_sync_flush(c);
+	if (listed) {
 		/* compared through the index: only what differs is read */
 		copy_list_source(c, srcno, src, &s->st, copy_sync_emit);
 	} else if (S_ISDIR(s->st.st_mode)) {

@@ -41,6 +41,14 @@ struct bfo_test_hooks {
 	 * destination) again and delete it (sync.c): a test swaps a directory
 	 * for a symbolic link at that moment */
 	void (*before_delete)(void *arg, const char *path);
+	/* index_built: a local sync's index of the destination is built, on
+	 * its thread, before the run may use it (copy_sync.c): a test parks
+	 * it there.  list_waits: the run is about to wait for that index,
+	 * with pending list entries made meanwhile and queued;
+	 * list_pending_max, when nonzero, bounds that queue instead. */
+	void (*index_built)(void *arg);
+	void (*list_waits)(void *arg, size_t pending);
+	size_t list_pending_max;
 	void *arg;
 };
 extern struct bfo_test_hooks bfo_test_hooks;

@@ -16,6 +16,13 @@
  *    deleted (-v lines: exactly the changed names, "deleting" exactly the
  *    deleted ones), counts them (summary: files, deleted); run again it
  *    copies and deletes nothing and changes nothing (a snapshot).
+ *  - list ahead of the index: a local sync lists its sources while the
+ *    destination's index is still being built (copy_sync.c).  A test hook
+ *    parks the index's thread until the run waits for it: with the
+ *    default bound the whole list (20,000 files) was made and queued by
+ *    then; with a bound of one entry nothing was; with a bound below the
+ *    list, a part.  Each run after a change equals cp -a, with the counts
+ *    of what changed.
  *  - dry run: -n -v --delete prints what the real run then does (the same
  *    lines) and changes nothing (a snapshot).
  *  - filters: --exclude/--include with anchored, directory-only, '*' and
@@ -41,6 +48,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,6 +238,138 @@ static void scenario_local(void *arg)
 	free(ref);
 	t_log("local: a change synced with --delete equals cp -a; -v named exactly what changed; "
 	      "a rerun did nothing");
+	tw_checks_end();
+}
+
+/* ------------------------------------------------------------ list ahead */
+
+#define AHEAD_DIRS 20
+#define AHEAD_FILES 1000            /* per directory: 20,000, more than one walk batch (16,384) */
+
+struct ahead {
+	pthread_mutex_t m;
+	pthread_cond_t cv;
+	bool go;
+	int built, waits;
+	size_t pending;
+};
+
+/* the index's thread, its scan done: parked until the run waits for it */
+static void ahead_built(void *arg)
+{
+	struct ahead *a = arg;
+
+	pthread_mutex_lock(&a->m);
+	a->built++;
+	while (!a->go)
+		pthread_cond_wait(&a->cv, &a->m);
+	pthread_mutex_unlock(&a->m);
+}
+
+static void ahead_waits(void *arg, size_t pending)
+{
+	struct ahead *a = arg;
+
+	pthread_mutex_lock(&a->m);
+	a->waits++;
+	a->pending = pending;
+	a->go = true;
+	pthread_cond_broadcast(&a->cv);
+	pthread_mutex_unlock(&a->m);
+}
+
+static size_t ahead_n;
+
+static int ahead_count_visit(const char *p, const struct stat *st, int type, struct FTW *f)
+{
+	(void)p, (void)st, (void)type, (void)f;
+	ahead_n++;
+	return 0;
+}
+
+/* Entries of the tree at path, itself included: the list's entries. */
+static size_t ahead_count(const char *path)
+{
+	ahead_n = 0;
+	T_ASSERT(nftw(path, ahead_count_visit, 16, FTW_PHYS) == 0, "nftw %s", path);
+	return ahead_n;
+}
+
+static void scenario_ahead(void *arg)
+{
+	struct env *v = arg;
+	char *src = t_path(v->tmp, "asrc"), *dst = t_path(v->tmp, "adst"), *ref = t_path(v->tmp, "aref");
+	const char *srcs[] = { src };
+	struct tw_run r;
+
+	for (int d = 0; d < AHEAD_DIRS; d++) {
+		tw_mkdirs(tw_fmt("%s/d%02d", src, d));
+		for (int i = 0; i < AHEAD_FILES; i++)
+			t_write_random(tw_fmt("%s/d%02d/f%04d", src, d, i), 64, (uint64_t)(d * AHEAD_FILES + i));
+		for (int i = 0; i < AHEAD_FILES; i++)
+			tw_gen_times(tw_fmt("%s/d%02d/f%04d", src, d, i), d * AHEAD_FILES + i);
+	}
+	tw_runl(&r, BFO_CLI, "cp", "-a", src, dst, (char *)NULL);
+	T_ASSERT(r.status == 0, "first copy: %s", r.err);
+	tw_run_free(&r);
+	for (int k = 0; k < 3; k++) {
+		static const char *const what[] = { "the whole list queued", "nothing queued", "a part queued" };
+		struct ahead a = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, 0, 0, 0 };
+		struct bfo_copy_stats st;
+		struct bfo_copier *c;
+		size_t total;
+		int ret;
+
+		/* the change: 3 files rewritten, 2 added, 3 deleted */
+		for (int i = 0; i < 3; i++)
+			t_write_random(tw_fmt("%s/d%02d/f%04d", src, 5 * k + i, 10 * k + i), 64, 9000 + (uint64_t)(10 * k + i));
+		for (int i = 0; i < 2; i++)
+			t_write_random(tw_fmt("%s/d%02d/new%d-%d", src, 7 * k, k, i), 64, 9100 + (uint64_t)(10 * k + i));
+		for (int i = 0; i < 3; i++)
+			T_ASSERT(unlink(tw_fmt("%s/d%02d/f%04d", src, 5 * k + i + 2, 100 + 10 * k + i)) == 0, "unlink");
+		total = ahead_count(src);
+		bfo_test_hooks.arg = &a;
+		bfo_test_hooks.index_built = ahead_built;
+		bfo_test_hooks.list_waits = ahead_waits;
+		bfo_test_hooks.list_pending_max = k == 0 ? 0 : k == 1 ? 1 : total - 1;
+		T_OK(bfo_copier_create(&c, NULL, NULL, BFO_COPY_ARCHIVE | BFO_COPY_UPDATE | BFO_COPY_INTO |
+				       BFO_COPY_DELETE, NULL));
+		ret = bfo_copier_run(c, srcs, 1, dst);
+		bfo_test_hooks.index_built = NULL;
+		bfo_test_hooks.list_waits = NULL;
+		bfo_test_hooks.list_pending_max = 0;
+		bfo_test_hooks.arg = NULL;
+		T_OK(bfo_copier_stats(c, &st));
+		bfo_copier_destroy(c);
+		TW_CHECK(ret == 0, "[%s] the run: %s", what[k], ret < 0 ? bfo_strerror(ret) : "errors");
+		TW_CHECK(a.built == 1 && a.waits == 1, "[%s] the index built %d times, waited for %d times (1, 1)",
+			 what[k], a.built, a.waits);
+		if (k == 0)
+			TW_CHECK(a.pending == total, "[%s] %zu of the list's %zu entries made before the index was",
+				 what[k], a.pending, total);
+		else if (k == 1)
+			TW_CHECK(a.pending == 0, "[%s] %zu entries queued with a bound of 1", what[k], a.pending);
+		else
+			TW_CHECK(a.pending > 0 && a.pending < total, "[%s] %zu of %zu entries queued (bound %zu)",
+				 what[k], a.pending, total, total - 1);
+		TW_CHECK(st.files == 5 && st.deleted == 3 && st.skipped == (uint64_t)(AHEAD_DIRS * AHEAD_FILES - 3 * (k + 1) +
+										   2 * k - 3),
+			 "[%s] %llu files copied (5), %llu deleted (3), %llu skipped", what[k],
+			 (unsigned long long)st.files, (unsigned long long)st.deleted,
+			 (unsigned long long)st.skipped);
+		t_sh("rm -rf '%s'", ref);
+		tw_mkdirs(ref);
+		tw_runl(&r, "cp", "-a", src, ref, (char *)NULL);
+		T_ASSERT(r.status == 0, "cp -a: %s", r.err);
+		tw_run_free(&r);
+		tw_expect_copy(tw_fmt("%s/asrc", ref), tw_fmt("%s/asrc", dst), cpa_flags() | TW_TOP, what[k]);
+	}
+	t_sh("rm -rf '%s' '%s' '%s'", src, dst, ref);
+	free(src);
+	free(dst);
+	free(ref);
+	t_log("list ahead of the index: the list made while the index was parked (all of it, none, a part) "
+	      "was decided once it was there; each sync equals cp -a");
 	tw_checks_end();
 }
 
@@ -817,6 +957,7 @@ int main(void)
 	if (!t_have_prog("rsync"))
 		t_log("rsync is not installed: the filters are not compared with it");
 	t_subtest("local", 300, scenario_local, &v);
+	t_subtest("list ahead", 300, scenario_ahead, &v);
 	t_subtest("dry run", 300, scenario_dry, &v);
 	if (t_have_prog("rsync"))
 		t_subtest("filters", 300, scenario_filters, &v);
