@@ -721,12 +721,17 @@ static void check_rawino_nodata(struct bfo_ctx *ctx, struct window *w)
 {
 	bool nofollow = ctx->o.flags & BFO_READ_NOFOLLOW;
 	uint64_t epoch = dirhint_epoch();
+	struct ext4ino_buf ib;
 
+	/* read now, after the sync: a window's inodes, sorted by number, share
+	 * the table's blocks (one pread per block, not one per inode: 200,000
+	 * of them in a rerun of bfo cp over 100,000 files) */
+	ext4ino_buf_start(&ib);
 	for (uint32_t i = 0; i < w->n; i++) {
 		struct entry *e = &w->e[i];
 
 		if (!e->rawino || e->route != R_NONE ||
-		    (!w->unsynced && ext4ino_same(e->di->ext4, NULL, e->ino, &e->rawsum) && dirhint_same(w, e, epoch)))
+		    (!w->unsynced && ext4ino_same(e->di->ext4, &ib, e->ino, &e->rawsum) && dirhint_same(w, e, epoch)))
 			continue;
 		e->rawino = false;
 		stat_add(&ctx->st.files_rawmeta, (uint64_t)-1);
