@@ -4,7 +4,7 @@
  * between machines the receiver answers whether it wants a list only once
  * the remote shell has logged in and started it (a third of a second with
  * a cold cache), time in which the sources can already be scanned.  The
- * list batches made meanwhile wait in a short queue; a receiver that wants
+ * list batches made meanwhile wait in a bounded queue; a receiver that wants
  * everything instead (a first copy) has the scan stopped and its batches
  * dropped, the walk then doing what a first copy does.
  *
@@ -21,7 +21,10 @@
 #include "copy.h"
 #include "sync.h"
 
-#define PRESCAN_QUEUE 4u            /* list batches made ahead (16,384 entries each at most) */
+/* List entries made ahead (about 40 MB at most): as copy_sync.c's bound,
+ * so that a rerun's whole list of 100,000 files is made while the remote
+ * shell logs in and the receiver indexes what it has. */
+#define PRESCAN_MAX 131072u
 
 struct deferred {
 	char *path;
@@ -34,7 +37,8 @@ struct prescan {
 	pthread_mutex_t m;
 	pthread_cond_t cv;
 	struct lbatch *head, *tail;
-	unsigned n;
+	unsigned n;                 /* batches queued */
+	size_t nent;                /* their entries */
 	bool done, stop;
 	struct deferred *reps, **last;
 	struct bfo_copier *c;
@@ -86,7 +90,7 @@ static void emit(struct bfo_copier *c, struct lbatch *b)
 	struct prescan *p = c->prescan;
 
 	pthread_mutex_lock(&p->m);
-	while (p->n >= PRESCAN_QUEUE && !p->stop)
+	while (p->n && p->nent + b->n > PRESCAN_MAX && !p->stop)
 		pthread_cond_wait(&p->cv, &p->m);
 	if (p->stop) {
 		pthread_mutex_unlock(&p->m);
@@ -99,6 +103,7 @@ static void emit(struct bfo_copier *c, struct lbatch *b)
 		p->head = b;
 	p->tail = b;
 	p->n++;
+	p->nent += b->n;
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->m);
 }
@@ -165,6 +170,7 @@ void copy_prescan_take(struct bfo_copier *c, void (*use)(struct bfo_copier *c, s
 			if (!p->head)
 				p->tail = NULL;
 			p->n--;
+			p->nent -= b->n;
 			b->next = NULL;
 			pthread_cond_broadcast(&p->cv);
 		}
