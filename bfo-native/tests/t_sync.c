@@ -19,7 +19,7 @@
  *  - list ahead of the index: a local sync lists its sources while the
  *    destination's index is still being built (copy_sync.c).  A test hook
  *    parks the index's thread until the run waits for it: with the
- *    default bound the whole list (20,000 files) was made and queued by
+ *    default bound the whole list (25,000 files) was made and queued by
  *    then; with a bound of one entry nothing was; with a bound below the
  *    list, a part.  Each run after a change equals cp -a, with the counts
  *    of what changed.
@@ -243,8 +243,12 @@ static void scenario_local(void *arg)
 
 /* ------------------------------------------------------------ list ahead */
 
-#define AHEAD_DIRS 20
-#define AHEAD_FILES 1000            /* per directory: 20,000, more than one walk batch (16,384) */
+/* 25,000 files: more than one list batch for sure (a list batch is the
+ * walk batches until 4,096 entries are reached, each walk batch at most
+ * 16,384: 20,479 entries at most), so that a bound below the list's size
+ * queues a part of it */
+#define AHEAD_DIRS 25
+#define AHEAD_FILES 1000
 
 struct ahead {
 	pthread_mutex_t m;
