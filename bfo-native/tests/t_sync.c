@@ -869,7 +869,8 @@ static void scenario_kill(void *arg)
 		int sig = k < 6 ? SIGKILL : k < 10 ? SIGINT : SIGTERM;
 		char *argv[12], *htop = t_pathf("h:%s", top), *out = t_path(v->tmp, "kout");
 
-		t_sh("rm -rf '%s' && cp -a '%s' '%s'", top, old, top);
+		T_ASSERT(t_sh("rm -rf '%s' && cp -a '%s' '%s'", top, old, top) == 0,
+			 "[kill %d] the destination could not be reset (something still writes in it?)", k);
 		kill_argv(argv, v, remote, src, top, htop);
 		pid_t pid = sig == SIGKILL ? tw_spawn(argv, NULL, NULL) : spawn_signalled(argv, out);
 
@@ -916,7 +917,8 @@ static void scenario_kill(void *arg)
 		dst_root = tw_fmt("%s/ksrc", top);
 		dst_root = strdup(dst_root);
 		old_or_new_bad = 0;
-		T_ASSERT(nftw(dst_root, old_or_new_visit, 32, FTW_PHYS) == 0, "walk");
+		T_ASSERT(nftw(dst_root, old_or_new_visit, 32, FTW_PHYS) == 0, "walk of %s: %s", dst_root,
+			 strerror(errno));
 		char lmsg[1024];
 
 		TW_CHECK(tw_leftovers(top, true, lmsg, sizeof(lmsg)) == 0, "[kill %d] leftovers: %s", k, lmsg);
