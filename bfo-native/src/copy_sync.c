@@ -179,21 +179,30 @@ static void decide(struct bfo_copier *c, struct lbatch *b)
 	copy_drain(c, 0, false);
 }
 
+/* The oldest list batch waiting for the index, taken off the queue; NULL
+ * when none waits. */
+static struct lbatch *pend_take(struct ixjob *j)
+{
+	struct lbatch *b = j->pend;
+
+	if (!b)
+		return NULL;
+	j->pend = b->next;
+	if (!j->pend)
+		j->pend_last = &j->pend;
+	b->next = NULL;
+	j->npend -= b->n;
+	return b;
+}
+
 void copy_sync_flush(struct bfo_copier *c)
 {
 	struct ixjob *j = c->ixjob;
+	struct lbatch *b;
 
 	copy_sync_index(c);
-	while (j && j->pend) {
-		struct lbatch *b = j->pend;
-
-		j->pend = b->next;
-		b->next = NULL;
-		j->npend -= b->n;
+	while (j && (b = pend_take(j)))
 		decide(c, b);
-	}
-	if (j)
-		j->pend_last = &j->pend;
 }
 
 void copy_sync_emit(struct bfo_copier *c, struct lbatch *b)
@@ -233,12 +242,8 @@ void copy_sync_end(struct bfo_copier *c)
 	if (!j)
 		return;
 	copy_sync_index(c);
-	while (j->pend) {               /* (not flushed: a run that failed) */
-		struct lbatch *b = j->pend;
-
-		j->pend = b->next;
-		lbatch_free(b);
-	}
+	for (struct lbatch *b; (b = pend_take(j)); )
+		lbatch_free(b);         /* (not flushed: a run that failed) */
 	/* Nothing is deleted after a failure that may have hidden a source's
 	 * entry (a directory not listed: its copy's entries would all seem
 	 * gone), or when the run was cancelled. */
