@@ -94,7 +94,8 @@ struct bfo_opts {
 	uint32_t reserved0;
 	uint64_t window_bytes;  /* data bytes dispatched together (phase 2) */
 	uint64_t arena_bytes;   /* memory that holds delivered data */
-	uint64_t merge_gap;     /* raw: read through gaps up to this size; 1: adjacent only */
+	uint64_t merge_gap;     /* raw: read through gaps up to this size (in all at most a
+				 * quarter of a region's data); 1: adjacent only */
 	uint64_t max_io;        /* raw: largest single read */
 	uint64_t large_extent;  /* raw: extents above this are not merged */
 	uint64_t large_file;    /* files above this are delivered in pieces of this size */

@@ -436,6 +436,13 @@ void ctx_feed_planner_locked(struct bfo_ctx *ctx)
 		uint64_t want = ctx->next_window_files;
 		uint64_t n = MIN(want, ctx->in_count);
 
+		/* slow end: with the input complete, what is left goes as
+		 * windows of half of it each, down to FIRST_WINDOW_FILES, so
+		 * that the last data phase, which nothing follows, is short
+		 * and the ones before it overlap the next window's metadata */
+		if (ctx->bstate == B_FINISHED && ctx->in_count > 2 * FIRST_WINDOW_FILES)
+			n = MIN(n, (ctx->in_count + 1) / 2);
+
 		if (n == 0)
 			return;
 		if (n < want && ctx->bstate != B_FINISHED && ctx->cut_count == 0)

@@ -439,6 +439,15 @@ static int seg_cmp(const void *pa, const void *pb)
 	return a->len < b->len ? -1 : a->len > b->len;
 }
 
+/* A region reads through gaps of at most 1/GAP_SHARE of its data.  The
+ * bytes of a gap are often files of another window (a window of a few
+ * directories whose files lie between other directories' files): read
+ * through, they are read twice.  On a tree written interleaved across 20
+ * directories, inode order by directory, merge_gap alone read 145.5 MB for
+ * 69.6 MB; this bound keeps device bytes within 1.25x of the data, and a
+ * dense window (gaps of free or metadata blocks) still merges as before. */
+#define GAP_SHARE 4u
+
 /* Merge segments (sorted by seg_cmp) into regions the way the raw engine
  * reads them.  Writes the regions to out when it is not NULL; returns
  * their number and adds the bytes read and read-through to the counters. */
@@ -460,10 +469,13 @@ static uint32_t merge_regions(const struct bfo_opts *o, const struct seg *segs, 
 			s_start = ALIGN_DOWN(s->phys, s->di->lbs);
 			s_end = ALIGN_UP(s->phys + s->len, s->di->lbs);
 			large = s->len > o->large_extent;
+			uint64_t add = s_end > cur_end ? s_end - MAX(s_start, cur_end) : 0;
+			uint64_t len = MAX(cur_end, s_end) - cur.phys;
+
 			if (have && cur.di == s->di && !cur_large && !large &&
-			    s_start <= cur_end + o->merge_gap &&
-			    MAX(cur_end, s_end) - cur.phys <= o->max_io) {
-				cur_data += s_end > cur_end ? s_end - MAX(s_start, cur_end) : 0;
+			    s_start <= cur_end + o->merge_gap && len <= o->max_io &&
+			    (len - cur_data - add) * GAP_SHARE <= cur_data + add) {
+				cur_data += add;
 				cur_end = MAX(cur_end, s_end);
 				cur.len = (uint32_t)(cur_end - cur.phys);
 				cur.seg_count++;

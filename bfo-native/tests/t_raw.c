@@ -467,6 +467,82 @@ static void data_journal(void *arg)
 	}
 }
 
+/* Files of IDIRS directories whose inodes follow the directories (made
+ * empty, one directory after the other) while their data interleaves on
+ * the device (written round-robin, fsync after each): a batch of a few of
+ * the directories finds, between its files, the files of the others. */
+#define IDIRS 8
+#define IFILES 150
+
+static char *ipaths[IDIRS * IFILES];
+
+static void interleaved(void *arg)
+{
+	const char *mnt = arg;
+	const size_t n = IDIRS * IFILES, few = 2 * IFILES;
+	uint8_t buf[4096];
+
+	for (int d = 0; d < IDIRS; d++) {
+		char dir[4096];
+
+		snprintf(dir, sizeof(dir), "%s/i%d", mnt, d);
+		T_ASSERT(mkdir(dir, 0755) == 0 || errno == EEXIST, "mkdir %s: %s", dir, strerror(errno));
+		for (int i = 0; i < IFILES; i++) {
+			char *p = ipaths[d * IFILES + i] = t_pathf("%s/i%d/f%03d", mnt, d, i);
+
+			t_write_bytes(p, "", 0);
+		}
+	}
+	sync();
+	for (int i = 0; i < IFILES; i++)
+		for (int d = 0; d < IDIRS; d++) {
+			int fd = open(ipaths[d * IFILES + i], O_WRONLY | O_CLOEXEC);
+
+			t_fill_random(buf, sizeof(buf), (uint64_t)(d * IFILES + i));
+			T_ASSERT(fd >= 0 && write(fd, buf, sizeof(buf)) == (ssize_t)sizeof(buf) && fsync(fd) == 0,
+				 "write %s: %s", ipaths[d * IFILES + i], strerror(errno));
+			close(fd);
+		}
+	/* a batch of two directories: what lies between their files is the
+	 * other six directories' files, 24 KiB, within merge_gap; then every
+	 * file in the order written (windows of neighbours on the device) */
+	char *rr[IDIRS * IFILES];
+
+	for (int i = 0; i < IFILES; i++)
+		for (int d = 0; d < IDIRS; d++)
+			rr[i * IDIRS + d] = ipaths[d * IFILES + i];
+	for (int all = 0; all < 2; all++) {
+		size_t cnt = all ? n : few;
+		char **paths = all ? rr : ipaths;
+		struct bfo_opts o;
+		struct bfo_stats st;
+		struct t_result *r = t_results_new(cnt);
+		const char *msg = all ? "interleaved, every file in the order written" : "interleaved, two of eight directories";
+
+		bfo_opts_init(&o);
+		o.engine = BFO_ENGINE_RAW;
+		if (!t_drop_caches())
+			t_fail("drop_caches refused");
+		t_batch(&o, paths, cnt, r, &st);
+		for (size_t i = 0; i < cnt; i++)
+			t_expect_plain(r, paths, i, msg);
+		T_EQ(st.files_by_engine[BFO_ENGINE_RAW], cnt);
+		t_log("%s: %llu KiB of data, %llu KiB from the device (%llu through gaps), %llu regions", msg,
+		      (unsigned long long)(cnt * 4), (unsigned long long)(st.device_bytes >> 10),
+		      (unsigned long long)(st.gap_bytes >> 10), (unsigned long long)st.regions);
+		/* no more than a quarter read through (it was 4x: every other
+		 * directory's bytes read with these) */
+		T_ASSERT(st.device_bytes * 4 <= (uint64_t)cnt * 4096 * 5, "[%s] %llu device bytes for %zu of data",
+			 msg, (unsigned long long)st.device_bytes, cnt * 4096);
+		/* and a dense batch still merges into large reads */
+		T_ASSERT(!all || st.regions * 16 <= cnt, "[%s] %llu regions for %zu adjacent files", msg,
+			 (unsigned long long)st.regions, cnt);
+		t_results_free(r, cnt);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(ipaths[i]);
+}
+
 int main(void)
 {
 	t_init("t_raw", 540);
@@ -487,9 +563,16 @@ int main(void)
 	free_tree(&T_ext4);
 	free_tree(&T_xfs);
 
-	/* inline data: tiny files live in the inode */
 	char why[2048];
-	const char *mnt = t_loop_fs("ext4", 64, "-O inline_data -I 256", NULL, why, sizeof(why));
+	const char *mnt = t_loop_fs("ext4", 64, NULL, NULL, why, sizeof(why));
+
+	if (mnt)
+		t_subtest("interleaved", 120, interleaved, (void *)mnt);
+	else
+		t_log("interleaved not checked: %s", why);
+
+	/* inline data: tiny files live in the inode */
+	mnt = t_loop_fs("ext4", 64, "-O inline_data -I 256", NULL, why, sizeof(why));
 
 	if (mnt) {
 		char name[64];

@@ -68,7 +68,7 @@ static const struct cli_opt read_opts[RO_N] = {
 	[RO_ARENA] = { .name = "arena", .arg = "SIZE",
 		.help = "memory for delivered data (default 64M)" },
 	[RO_GAP] = { .name = "merge-gap", .arg = "SIZE",
-		.help = "raw: read through gaps up to SIZE (default 64K; 0: adjacent extents only)",
+		.help = "raw: read through gaps up to SIZE, never more gap than a quarter of a read's data (default 64K; 0: adjacent extents only)",
 		.accepts = "a number of bytes from 0, with K, M or G for powers of 1024" },
 	[RO_MAXIO] = { .name = "max-io", .arg = "SIZE",
 		.help = "raw: largest single read (default 1M)" },
