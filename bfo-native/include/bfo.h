@@ -121,6 +121,11 @@ struct bfo_opts {
  * opts.large_file bytes fails with -EFBIG.
  */
 #define BFO_FILE_LAST     (1u << 0) /* last (or only) entry of this file */
+/* The file had no extended attributes (no ACL, no security label) when
+ * its metadata was read: set only where that is known without asking the
+ * file by name (the raw engine's inode-table metadata on ext4), so a copier
+ * may skip listing them.  Unset says nothing. */
+#define BFO_FILE_NO_XATTRS (1u << 1)
 
 struct bfo_file {
 	uint64_t index;         /* position of the path in the batch, from 0 */

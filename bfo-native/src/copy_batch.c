@@ -298,8 +298,10 @@ static void on_read(struct bfo_copier *c, struct bfo_file *f)
 	if (c->want_of && f->index < c->nsub && (c->want_of[f->index] & WANT_REPLACE))
 		e->flags |= BFO_WENTRY_REPLACE;
 	/* A file in pieces takes its metadata, xattrs included, with its
-	 * last piece (when it gets its name). */
-	if (c->archive && last)
+	 * last piece (when it gets its name).  Where the inode said it has
+	 * none, the source's name is not looked up for them: on a raw copy
+	 * that lookup was a tenth of the machine's time (100,000 files). */
+	if (c->archive && last && !(f->flags & BFO_FILE_NO_XATTRS))
 		copy_take_xattrs(c, f->path, e);
 	if (last && f->offset > 0 && c->archive && f->nlink > 1)
 		links_follow(c, f, dest);

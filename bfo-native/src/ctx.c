@@ -533,6 +533,8 @@ void ctx_push_result_locked(struct bfo_ctx *ctx, struct window *w, uint32_t ei,
 	f->status = e->status;
 	f->engine = e->engine;
 	f->flags = last ? BFO_FILE_LAST : 0;
+	if (e->rawino && e->noxattr)
+		f->flags |= BFO_FILE_NO_XATTRS;
 	f->cookie = ticket_get_locked(ctx, w, e->status < 0 ? NULL : chunk);
 	if (!f->cookie)
 		abort();

@@ -528,6 +528,22 @@ static void decode_meta(const struct ext4ino *x, const struct ext2_inode_large *
 		    &e->atime_sec, &e->atime_nsec);
 }
 
+/* No extended attribute (ACLs and security labels included) in the inode's
+ * own space or in a block of its own: a copier need not list them by path,
+ * the one lookup of the source's name a raw copy would still make. */
+static bool no_xattrs(const struct ext4ino *x, const struct ext2_inode_large *in)
+{
+	size_t at = EXT2_GOOD_OLD_INODE_SIZE + (x->isz > EXT2_GOOD_OLD_INODE_SIZE ? in->i_extra_isize : 0);
+	uint32_t magic;
+
+	if (in->i_file_acl || in->osd2.linux2.l_i_file_acl_high)
+		return false;
+	if (x->isz <= EXT2_GOOD_OLD_INODE_SIZE || at + sizeof(magic) > x->isz)
+		return true;
+	memcpy(&magic, (const uint8_t *)in + at, sizeof(magic));
+	return magic != EXT2_EXT_ATTR_MAGIC;
+}
+
 /* The extents of a depth-0 tree, clipped to size; -1 when refused. */
 static int map_extents(const struct ext4ino *x, struct ext2_inode_large *in, struct entry *e,
 		       struct fext *ext, uint32_t max)
@@ -577,6 +593,7 @@ int ext4ino_map(struct ext4ino *x, struct ext4ino_buf *b, struct entry *e, uint3
 	if (!usable(x, in, dir_uid))
 		return -1;
 	decode_meta(x, in, e);
+	e->noxattr = no_xattrs(x, in);
 	XXH128_hash_t s = XXH3_128bits(raw, x->isz);
 
 	sum->lo = s.low64;

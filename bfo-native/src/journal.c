@@ -529,7 +529,7 @@ static void apply_meta(int fd, bool opath, const struct mentry *m)
 				.atime_sec = m->atime_sec, .atime_nsec = m->atime_nsec,
 				.mtime_sec = m->mtime_sec, .mtime_nsec = m->mtime_nsec };
 
-	meta_apply(fd, opath, &e, m->kind == M_SYMLINK, false);
+	meta_apply(fd, opath, &e, m->kind == M_SYMLINK, false, NULL);
 }
 
 /* Recreate a file of a stem batch from the durable stem: a new file, so

@@ -27,10 +27,12 @@ int fid_of_fd(int fd, struct fid *id)
 	struct statx sx;
 
 	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW,
-		  STATX_TYPE | STATX_INO | STATX_BTIME, &sx) < 0)
+		  STATX_TYPE | STATX_INO | STATX_BTIME | STATX_UID | STATX_GID, &sx) < 0)
 		return -errno;
 	*id = (struct fid){ .dev = makedev(sx.stx_dev_major, sx.stx_dev_minor), .ino = sx.stx_ino,
-			    .type = sx.stx_mode & S_IFMT };
+			    .type = sx.stx_mode & S_IFMT, .uid = sx.stx_uid, .gid = sx.stx_gid,
+			    .owner_known = (sx.stx_mask & (STATX_UID | STATX_GID)) ==
+					   (STATX_UID | STATX_GID) };
 	if (sx.stx_mask & STATX_BTIME) {
 		id->born_sec = sx.stx_btime.tv_sec;
 		id->born_nsec = sx.stx_btime.tv_nsec;
@@ -137,16 +139,18 @@ static int chmod_fd(int fd, bool opath, uint32_t mode)
 	return chmod(path, mode) < 0 ? -errno : 0;
 }
 
-int meta_apply(int fd, bool opath, const struct bfo_wentry *e, bool symlink, bool mode_done)
+int meta_apply(int fd, bool opath, const struct bfo_wentry *e, bool symlink, bool mode_done,
+	       const struct fid *now)
 {
+	bool chown = (e->flags & BFO_WENTRY_OWNER) &&
+		     !(now && now->owner_known && now->uid == e->uid && now->gid == e->gid);
 	int ret;
 
 	if (e->xattrs_len && (ret = set_xattrs(fd, opath, e)))
 		return ret;
-	if ((e->flags & BFO_WENTRY_OWNER) &&
-	    fchownat(fd, "", e->uid, e->gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+	if (chown && fchownat(fd, "", e->uid, e->gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
-	if (!symlink && (!mode_done || (e->flags & BFO_WENTRY_OWNER)) &&
+	if (!symlink && (!mode_done || chown) &&
 	    (ret = chmod_fd(fd, opath, e->mode & 07777)))
 		return ret;
 	if (e->flags & BFO_WENTRY_TIMES) {

@@ -25,6 +25,10 @@ struct fid {
 	uint32_t gen;               /* inode generation, when FID_GEN */
 	uint32_t flags;
 	uint32_t type;              /* S_IFMT bits */
+	/* Not identity: the owner when it was taken (owner_known), which
+	 * spares the writer a chown that would change nothing. */
+	uint32_t uid, gid;
+	bool owner_known;
 };
 #define FID_BORN 1u
 #define FID_GEN  2u
@@ -41,10 +45,13 @@ int fid_open(int dfd, const char *name, const struct fid *id);
  * Apply e's xattrs, owner, mode and times to the file open on fd.  fd is a
  * read or write descriptor of a regular file or directory, or an O_PATH
  * descriptor (opath) of anything; a symbolic link gets no mode (Linux has
- * none for them).  mode_done: created with its exact mode already.
+ * none for them).  mode_done: created with its exact mode already.  now:
+ * what fid_of_fd saw on fd (or NULL): an owner that is already e's is not
+ * set again, nor then the mode that chown would have cleared bits from.
  * Owner goes before mode: chown clears set-id bits, which chmod then sets.
  */
-int meta_apply(int fd, bool opath, const struct bfo_wentry *e, bool symlink, bool mode_done);
+int meta_apply(int fd, bool opath, const struct bfo_wentry *e, bool symlink, bool mode_done,
+	       const struct fid *now);
 
 /* The process's umask (what the writer and the copier leave out of modes),
  * read without changing it: umask(2) reads it only by setting it, which

@@ -76,6 +76,7 @@ struct entry {
 	struct devinfo *di;
 	bool hinted;               /* ino, dev, di from its directory's listing (dirhint.c) */
 	bool rawino;               /* metadata and extents from the raw inode (ext4ino.c) */
+	bool noxattr;              /* rawino: that inode holds no extended attributes */
 	uint32_t dir_uid;          /* hinted: the owner of that directory */
 	uint32_t hdir;             /* hinted: its directory, window->hdirs[hdir] */
 	struct ext4ino_sum rawsum; /* rawino: the inode as it was mapped */

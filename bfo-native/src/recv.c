@@ -429,7 +429,7 @@ static void root_meta(struct rx *x)
 
 	if (x->have_root_meta && c->archive && !atomic_load(&c->cancel) && c->dst_fd >= 0 &&
 	    !(c->flags & BFO_COPY_DRY_RUN) && !root_same(c, &x->root_meta)) {
-		int ret = meta_apply(c->dst_fd, false, &x->root_meta, false, false);
+		int ret = meta_apply(c->dst_fd, false, &x->root_meta, false, false, NULL);
 
 		if (ret)
 			copy_report(c, c->root, ret);

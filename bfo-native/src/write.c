@@ -351,7 +351,7 @@ BFO_API int bfo_writer_close(struct bfo_writer *w)
 					.atime_nsec = d->atime_nsec, .mtime_nsec = d->mtime_nsec,
 					.xattrs = d->xattrs, .xattrs_len = d->xattrs_len };
 		int fd = dfd < 0 ? -1 : fid_open(dfd, base, &d->id);
-		int r = dfd < 0 ? 0 : fd < 0 ? fd : meta_apply(fd, true, &e, false, false);
+		int r = dfd < 0 ? 0 : fd < 0 ? fd : meta_apply(fd, true, &e, false, false, NULL);
 
 		if (r && !ret)
 			ret = r;

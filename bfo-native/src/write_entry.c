@@ -63,25 +63,31 @@ const char *entry_name(const struct wbatch *b, uint32_t i)
 }
 
 /* The batch made entry i's file, of identity id (or, id NULL, the file
- * open on fd): the journal learns it before anything else is done to the
- * file (what recovery may touch). */
-static int journal_made(struct wbatch *b, uint32_t i, int fd, const struct fid *id)
+ * open on fd, whose identity then goes to *own when own is not NULL): the
+ * journal learns it before anything else is done to the file (what
+ * recovery may touch).  1 when *own was filled, 0, or -errno. */
+static int journal_made(struct wbatch *b, uint32_t i, int fd, const struct fid *id,
+			struct fid *own)
 {
-	struct fid own;
+	struct fid mine;
 	int ret;
 
 	if (b->ifd < 0 || b->midx[i] == UINT32_MAX)
 		return 0;
-	if (!id && (ret = fid_of_fd(fd, &own)))
+	if (!own)
+		own = &mine;
+	if (!id && (ret = fid_of_fd(fd, own)))
 		return ret;
-	return journal_id_append(b->ifd, &b->ids_off, b->midx[i], id ? id : &own);
+	ret = journal_id_append(b->ifd, &b->ids_off, b->midx[i], id ? id : own);
+	return ret ? ret : !id;
 }
 
 int file_made(struct wbatch *b, uint32_t i, int fd, bool mode_done)
 {
-	int ret = journal_made(b, i, fd, NULL);
+	struct fid own;
+	int ret = journal_made(b, i, fd, NULL, &own);
 
-	return ret ? ret : meta_apply(fd, false, &b->e[i], false, mode_done);
+	return ret < 0 ? ret : meta_apply(fd, false, &b->e[i], false, mode_done, ret ? &own : NULL);
 }
 
 static int write_file(struct wbatch *b, int dfd, uint32_t i)
@@ -172,9 +178,9 @@ static int write_special(struct wbatch *b, int dfd, uint32_t i)
 		fdl_close(fd);
 		return -ESTALE;
 	}
-	ret = journal_made(b, i, fd, NULL);
-	if (!ret)
-		ret = meta_apply(fd, true, e, link, false);
+	ret = journal_made(b, i, fd, NULL, NULL);
+	if (ret >= 0)
+		ret = meta_apply(fd, true, e, link, false, NULL);
 	fdl_close(fd);
 	if (ret)
 		unlinkat(dfd, name, 0);
@@ -207,7 +213,7 @@ static int write_dir(struct wbatch *b, int dfd, uint32_t i)
 		return ret;
 	if (d.id.type != S_IFDIR)
 		return -EEXIST;
-	if (made && (ret = journal_made(b, i, -1, &d.id)))
+	if (made && (ret = journal_made(b, i, -1, &d.id, NULL)))
 		return ret;
 	struct fid id = d.id;
 

@@ -1054,6 +1054,7 @@ static void take_entry(const struct bfo_file *f, char *const *paths, size_t n,
 	}
 	if (f->flags & BFO_FILE_LAST) {
 		r->last = true;
+		r->flags = f->flags;
 		r->order = (*order)++;
 		r->status = f->status;
 		r->engine = f->engine;

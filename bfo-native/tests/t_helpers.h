@@ -156,6 +156,7 @@ struct t_result {
 	uint8_t *data;         /* reassembled bytes (malloc'ed), NULL if none */
 	uint64_t len;          /* bytes reassembled */
 	uint64_t order;        /* completion order of the last entry, from 0 */
+	uint16_t flags;        /* BFO_FILE_* of the last entry */
 };
 
 #define T_STATUS_NONE (-1000)
