@@ -35,6 +35,9 @@ static void capture(int dirfd, int fd, const char *path)
 	w->fd = fd;
 	w->dev = sb.st_dev;
 	w->ino = sb.st_ino;
+	w->uid = sb.st_uid;
+	w->gid = sb.st_gid;
+	w->setid = (sb.st_mode & (S_ISUID | S_ISGID)) != 0;
 	w->di = (unsigned)di;
 	ex.wtab[fd] = w;
 	counters.xfiles++;

@@ -68,6 +68,9 @@ struct wfile {
 	char *name;             /* as tar named it, for messages */
 	dev_t dev;
 	ino_t ino;
+	uid_t uid;              /* its owner, as created or last chowned */
+	gid_t gid;
+	int setid;              /* it may have set-id bits (a chown would clear them) */
 	unsigned di;            /* index of its file system (extract_space.c) */
 	uint64_t written;       /* bytes already in the file */
 	char *buf;              /* bytes after that, not yet written */

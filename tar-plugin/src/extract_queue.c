@@ -50,16 +50,30 @@ static void apply_meta(struct wfile *w)
 				report(w, "Cannot utime", errno);
 			break;
 		case M_CHOWN:
+			/* tar as root chowns every file, most often to the
+			 * owner it was created with (root extracting root's
+			 * files): then the chown would change nothing (no
+			 * set-id bits to clear; capabilities come later, by
+			 * name, which flushes first) but still log an inode
+			 * update. */
+			if (m->uid == w->uid && m->gid == w->gid && !w->setid)
+				break;
 			if (real_fchown(w->fd, m->uid, m->gid) < 0) {
 				snprintf(what, sizeof(what), "Cannot change ownership to uid %lu, gid %lu",
 					 (unsigned long)m->uid, (unsigned long)m->gid);
 				report(w, what, errno);
+			} else {
+				w->uid = m->uid;
+				w->gid = m->gid;
+				w->setid = 0;
 			}
 			break;
 		case M_CHMOD:
 			if (real_fchmod(w->fd, m->mode) < 0) {
 				snprintf(what, sizeof(what), "Cannot change mode to %04o", (unsigned)m->mode);
 				report(w, what, errno);
+			} else {
+				w->setid = (m->mode & (S_ISUID | S_ISGID)) != 0;
 			}
 			break;
 		}
