@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 package io.github.bfo.spark;
 
+import io.github.bfo.testsupport.S3Server;
 import static io.github.bfo.spark.BfoHdfsWriteTest.digest;
 import static io.github.bfo.spark.BfoHdfsWriteTest.expected;
 import static io.github.bfo.spark.BfoHdfsWriteTest.localTree;

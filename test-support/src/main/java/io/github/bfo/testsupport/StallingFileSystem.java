@@ -1,31 +1,26 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-package io.github.bfo.spark;
+package io.github.bfo.testsupport;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.Path;
 
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.net.URI;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.fs.FSDataInputStream;
-import org.apache.hadoop.fs.Path;
-import org.apache.hadoop.fs.RawLocalFileSystem;
 
 /**
- * The local disk under the scheme "bfostall:", where opening a file whose
- * name starts with "stall" waits until {@link #release} (as a read from a
- * server that stopped answering without closing its connections waits):
- * a deterministic stand-in for a hung server.
+ * The local disk under the scheme {@value #SCHEME}, where opening a file
+ * whose name starts with "stall" waits until {@link #release} (as a read from
+ * a server that stopped answering without closing its connections waits): a
+ * deterministic stand-in for a hung server.
  */
-public final class StallingFileSystem extends RawLocalFileSystem {
-    static final String SCHEME = "bfostall";
-    static volatile CountDownLatch gate = new CountDownLatch(1);
-    static final AtomicInteger STALLED = new AtomicInteger();
-
-    @Override
-    public void initialize(URI name, Configuration conf) throws IOException {
-        super.initialize(name, conf);
-    }
+public final class StallingFileSystem extends OtherSchemeFileSystem {
+    public static final String SCHEME = "bfostall";
+    private static volatile CountDownLatch gate = new CountDownLatch(1);
+    public static final AtomicInteger STALLED = new AtomicInteger();
 
     @Override
     public URI getUri() {
@@ -52,9 +47,18 @@ public final class StallingFileSystem extends RawLocalFileSystem {
     }
 
     /** Lets the stalled opens go on, and makes the next ones stall again. */
-    static void release() {
+    public static void release() {
         CountDownLatch g = gate;
         gate = new CountDownLatch(1);
         g.countDown();
+    }
+
+    public static Configuration register(Configuration conf) {
+        conf.set("fs." + SCHEME + ".impl", StallingFileSystem.class.getName());
+        return conf;
+    }
+
+    public static Path path(java.nio.file.Path local) {
+        return new Path(SCHEME + "://" + local.toAbsolutePath().toUri().getRawPath());
     }
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-package io.github.bfo.hadoop;
+package io.github.bfo.testsupport;
 
 import java.io.IOException;
 import java.io.OutputStream;
@@ -20,8 +20,9 @@ import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3Client;
 
 /**
- * A real S3 server for tests: s3proxy (its jar-with-dependencies, copied to
- * target/s3proxy by the pom) with its in-memory "transient" store, run as a
+ * A real S3 server for tests: s3proxy (its jar-with-dependencies, which the
+ * pom of each module whose tests use it copies to its target/s3proxy and
+ * names in the system property bfo.s3proxy.jar) with its in-memory "transient" store, run as a
  * process of its own on 127.0.0.1 and a free port, with one bucket. Hadoop's
  * S3A client talks to it over HTTP as to any S3 endpoint ({@link #conf}).
  *
@@ -29,21 +30,19 @@ import software.amazon.awssdk.services.s3.S3Client;
  * of the shell's standard input closes, so that a test JVM that dies (a
  * surefire timeout) leaves no server behind. {@link #kill} kills the server
  * itself, mid-request if need be, as a crashed server.
- *
- * <p>The same class as spark-source's (the modules share no test code).
  */
-final class S3Server implements AutoCloseable {
+public final class S3Server implements AutoCloseable {
     private static final java.util.concurrent.atomic.AtomicInteger SERVERS = new java.util.concurrent.atomic.AtomicInteger();
-    final String bucket;
-    static final String KEY = "bfo-test-key";
-    static final String SECRET = "bfo-test-secret";
+    public final String bucket;
+    public static final String KEY = "bfo-test-key";
+    public static final String SECRET = "bfo-test-secret";
 
     private final Path dir;
     private final Process shell;
     private final OutputStream lifeline;
     private final int port;
 
-    S3Server() throws IOException, InterruptedException {
+    public S3Server() throws IOException, InterruptedException {
         this("bfo-test");
     }
 
@@ -51,7 +50,7 @@ final class S3Server implements AutoCloseable {
      * A server holding one bucket named prefix-PID-N: a name of its own, since Hadoop caches a file system per
      * bucket for the JVM, with the settings (the endpoint) of the first use.
      */
-    S3Server(String prefix) throws IOException, InterruptedException {
+    public S3Server(String prefix) throws IOException, InterruptedException {
         this.bucket = prefix + "-" + ProcessHandle.current().pid() + "-" + SERVERS.incrementAndGet();
         String jar = System.getProperty("bfo.s3proxy.jar");
         if (jar == null || !Files.isRegularFile(Path.of(jar))) {
@@ -122,20 +121,32 @@ final class S3Server implements AutoCloseable {
         return false;
     }
 
-    private void createBucket() {
-        try (S3Client s3 = S3Client.builder().endpointOverride(URI.create(endpoint())).region(Region.US_EAST_1)
+    private S3Client client() {
+        return S3Client.builder().endpointOverride(URI.create(endpoint())).region(Region.US_EAST_1)
                 .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(KEY, SECRET)))
-                .forcePathStyle(true).build()) {
+                .forcePathStyle(true).build();
+    }
+
+    private void createBucket() {
+        try (S3Client s3 = client()) {
             s3.createBucket(b -> b.bucket(bucket));
         }
     }
 
-    String endpoint() {
+    /** The keys of the multipart uploads pending under prefix (a key prefix in the bucket, no leading '/'). */
+    public List<String> pendingUploads(String prefix) {
+        try (S3Client s3 = client()) {
+            return s3.listMultipartUploads(b -> b.bucket(bucket).prefix(prefix)).uploads().stream()
+                    .map(u -> u.key()).sorted().toList();
+        }
+    }
+
+    public String endpoint() {
         return "http://127.0.0.1:" + port;
     }
 
     /** s3a://BUCKET/path */
-    String uri(String path) {
+    public String uri(String path) {
         return "s3a://" + bucket + (path.startsWith("/") ? "" : "/") + path;
     }
 
@@ -146,7 +157,7 @@ final class S3Server implements AutoCloseable {
     }
 
     /** conf() for this server's bucket only (fs.s3a.bucket.BUCKET.*), beside another server's settings. */
-    Map<String, String> bucketConf() {
+    public Map<String, String> bucketConf() {
         Map<String, String> m = new LinkedHashMap<>();
         conf().forEach((k, v) -> m.put("fs.s3a.bucket." + bucket + "." + k.substring("fs.s3a.".length()), v));
         return m;
@@ -157,7 +168,7 @@ final class S3Server implements AutoCloseable {
      * short retries, so that a killed server fails a test in seconds, not after S3A's minutes of retries (a
      * few all the same: a pooled connection the server closed while idle fails its next request once).
      */
-    Map<String, String> conf() {
+    public Map<String, String> conf() {
         Map<String, String> m = new LinkedHashMap<>();
         m.put("fs.s3a.endpoint", endpoint());
         m.put("fs.s3a.endpoint.region", "us-east-1");
@@ -182,7 +193,7 @@ final class S3Server implements AutoCloseable {
     }
 
     /** Kills the server at once (SIGKILL), as a crash: requests in flight see their connections reset. */
-    void kill() throws InterruptedException {
+    public void kill() throws InterruptedException {
         for (ProcessHandle p : server()) {
             p.destroyForcibly();
             p.onExit().join();

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-package io.github.bfo.hadoop;
+package io.github.bfo.testsupport;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
@@ -17,7 +17,7 @@ import java.net.URI;
  * {@link #register} sets {@code fs.bfotest.impl}, Hadoop's standard way.
  */
 public class OtherSchemeFileSystem extends RawLocalFileSystem {
-    static final String SCHEME = "bfotest";
+    public static final String SCHEME = "bfotest";
 
     @Override
     public URI getUri() {
@@ -50,13 +50,13 @@ public class OtherSchemeFileSystem extends RawLocalFileSystem {
     }
 
     /** conf, with the scheme registered. */
-    static Configuration register(Configuration conf) {
+    public static Configuration register(Configuration conf) {
         conf.set("fs." + SCHEME + ".impl", OtherSchemeFileSystem.class.getName());
         return conf;
     }
 
     /** A local path under this scheme. */
-    static Path path(java.nio.file.Path local) {
+    public static Path path(java.nio.file.Path local) {
         return new Path(SCHEME + "://" + local.toAbsolutePath().toUri().getRawPath());
     }
 }
