@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 package io.github.bfo.spark;
 
+import io.github.bfo.testsupport.OtherSchemeFileSystem;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -40,8 +41,8 @@ class BfoParallelWriteTest extends SparkTestBase {
 
     @BeforeAll
     static void schemes() {
-        spark.sparkContext().hadoopConfiguration().set("fs." + FakeSchemeFileSystem.SCHEME + ".impl",
-                FakeSchemeFileSystem.class.getName());
+        spark.sparkContext().hadoopConfiguration().set("fs." + OtherSchemeFileSystem.SCHEME + ".impl",
+                OtherSchemeFileSystem.class.getName());
         spark.sparkContext().hadoopConfiguration().set("fs." + FailingCreateFileSystem.SCHEME + ".impl",
                 FailingCreateFileSystem.class.getName());
         spark.sparkContext().hadoopConfiguration().set("fs." + LateCreateFileSystem.SCHEME + ".impl",
@@ -62,7 +63,7 @@ class BfoParallelWriteTest extends SparkTestBase {
         for (String n : new String[] {"1", "4", "16", "64"}) {
             Path out = tmp.resolve("fake-" + n);
             rows("d1/f57").write().format("bfo").option("writesInFlight", n).option("commitThreads", n)
-                    .save(FakeSchemeFileSystem.SCHEME + "://" + out);
+                    .save(OtherSchemeFileSystem.SCHEME + "://" + out);
             assertEquals(want, BfoHdfsWriteTest.localTree(out), n);
         }
     }
@@ -127,7 +128,7 @@ class BfoParallelWriteTest extends SparkTestBase {
         for (String n : new String[] {"1", "16"}) {
             Path out = Files.createDirectories(tmp.resolve("late-" + n));
             Files.writeString(out.resolve("keep.txt"), "kept");
-            assertEquals(List.of("keep.txt"), lateTaskAfterAbort(FakeSchemeFileSystem.SCHEME + "://" + out,
+            assertEquals(List.of("keep.txt"), lateTaskAfterAbort(OtherSchemeFileSystem.SCHEME + "://" + out,
                     "late" + n, n));
             assertEquals(Map.of("keep.txt", BfoHdfsWriteTest.localTree(out).get("keep.txt")),
                     BfoHdfsWriteTest.localTree(out));

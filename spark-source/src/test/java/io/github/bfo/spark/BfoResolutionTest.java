@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 package io.github.bfo.spark;
 
+import io.github.bfo.testsupport.OtherSchemeFileSystem;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -39,12 +40,12 @@ class BfoResolutionTest extends SparkTestBase {
     @AfterEach
     void localDefaultFs() {
         spark.conf().unset("fs.defaultFS");
-        spark.conf().unset("fs." + FakeSchemeFileSystem.SCHEME + ".impl");
+        spark.conf().unset("fs." + OtherSchemeFileSystem.SCHEME + ".impl");
     }
 
     private static void fakeDefaultFs() {
-        spark.conf().set("fs." + FakeSchemeFileSystem.SCHEME + ".impl", FakeSchemeFileSystem.class.getName());
-        spark.conf().set("fs.defaultFS", FakeSchemeFileSystem.SCHEME + ":///");
+        spark.conf().set("fs." + OtherSchemeFileSystem.SCHEME + ".impl", OtherSchemeFileSystem.class.getName());
+        spark.conf().set("fs.defaultFS", OtherSchemeFileSystem.SCHEME + ":///");
     }
 
     static String rootMessage(Throwable t) {
@@ -56,7 +57,7 @@ class BfoResolutionTest extends SparkTestBase {
         fakeDefaultFs();
         String dir = parted.toString();   // no scheme: on fs.defaultFS
         List<String> paths = rows(spark.read().format("binaryFile").load(dir), "path");
-        assertTrue(paths.get(0).startsWith(FakeSchemeFileSystem.SCHEME + ":" + dir + "/"), paths.get(0));
+        assertTrue(paths.get(0).startsWith(OtherSchemeFileSystem.SCHEME + ":" + dir + "/"), paths.get(0));
         // read through Hadoop's API from that file system (not libbfo from the disk): the same rows and paths
         assertSameRows(spark.read().format("binaryFile").load(dir), spark.read().format("bfo").load(dir));
     }
@@ -70,8 +71,8 @@ class BfoResolutionTest extends SparkTestBase {
         Path written = tmp.resolve("out-fakefs");
         out.write().format("bfo").save(written.toString());
         List<String> paths = rows(spark.read().format("binaryFile").load(written.toString()), "path");
-        assertEquals(List.of(FakeSchemeFileSystem.SCHEME + ":" + written + "/f0",
-                FakeSchemeFileSystem.SCHEME + ":" + written + "/f1", FakeSchemeFileSystem.SCHEME + ":" + written + "/f2"),
+        assertEquals(List.of(OtherSchemeFileSystem.SCHEME + ":" + written + "/f0",
+                OtherSchemeFileSystem.SCHEME + ":" + written + "/f1", OtherSchemeFileSystem.SCHEME + ":" + written + "/f2"),
                 paths);
         org.apache.hadoop.fs.Path f2 = new org.apache.hadoop.fs.Path(paths.get(2));
         try (var in = f2.getFileSystem(((org.apache.spark.sql.classic.SparkSession) spark).sessionState()
@@ -115,7 +116,7 @@ class BfoResolutionTest extends SparkTestBase {
         String scheme = "bfooptionsfs";
         Path target = tmp.resolve("out-options");
         spark.range(3).selectExpr("concat('f', id) AS path", "cast(id AS string) AS content").write().format("bfo")
-                .option("fs." + scheme + ".impl", FakeSchemeFileSystem.class.getName())
+                .option("fs." + scheme + ".impl", OtherSchemeFileSystem.class.getName())
                 .option("fs." + scheme + ".impl.disable.cache", "true")
                 .save(scheme + "://" + target);
         assertEquals("1", Files.readString(target.resolve("f1")));   // the fake scheme is the local disk

@@ -11,7 +11,8 @@ import java.io.IOException;
 import java.net.URI;
 
 /**
- * The local disk under the scheme {@value #SCHEME}: a file system the
+ * The local disk under the scheme {@value #SCHEME} (or any other scheme
+ * fs.SCHEME.impl names it for): a file system the
  * input formats do not take for the local one, so their FileSystem-API
  * listing and reading (the hdfs:, s3a: path) run on local test files.
  * {@link #register} sets {@code fs.bfotest.impl}, Hadoop's standard way.
@@ -19,14 +20,25 @@ import java.net.URI;
 public class OtherSchemeFileSystem extends RawLocalFileSystem {
     public static final String SCHEME = "bfotest";
 
+    /** The scheme it was made for (fs.SCHEME.impl may name this class for any scheme). */
+    private String scheme = SCHEME;
+
+    @Override
+    public void initialize(URI name, Configuration conf) throws IOException {
+        if (name.getScheme() != null) {
+            scheme = name.getScheme();
+        }
+        super.initialize(name, conf);
+    }
+
     @Override
     public URI getUri() {
-        return URI.create(SCHEME + ":///");
+        return URI.create(scheme + ":///");
     }
 
     @Override
     public String getScheme() {
-        return SCHEME;
+        return scheme;
     }
 
     // RawLocalFileSystem's statuses load their permissions from a java.io.File of their path, which needs file:

@@ -7,7 +7,6 @@ import org.apache.hadoop.fs.Path;
 
 import java.io.IOException;
 import java.io.InterruptedIOException;
-import java.net.URI;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -21,16 +20,6 @@ public final class StallingFileSystem extends OtherSchemeFileSystem {
     public static final String SCHEME = "bfostall";
     private static volatile CountDownLatch gate = new CountDownLatch(1);
     public static final AtomicInteger STALLED = new AtomicInteger();
-
-    @Override
-    public URI getUri() {
-        return URI.create(SCHEME + ":///");
-    }
-
-    @Override
-    public String getScheme() {
-        return SCHEME;
-    }
 
     @Override
     public FSDataInputStream open(Path f, int bufferSize) throws IOException {
