@@ -146,10 +146,13 @@ int meta_apply(int fd, bool opath, const struct bfo_wentry *e, bool symlink, boo
 		     !(now && now->owner_known && now->uid == e->uid && now->gid == e->gid);
 	int ret;
 
-	if (e->xattrs_len && (ret = set_xattrs(fd, opath, e)))
-		return ret;
+	/* xattrs after the chown, which clears security.capability (as
+	 * cp -a does), and before the mode, which may take away the write
+	 * permission a user.* attribute needs */
 	if (chown && fchownat(fd, "", e->uid, e->gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
+	if (e->xattrs_len && (ret = set_xattrs(fd, opath, e)))
+		return ret;
 	if (!symlink && (!mode_done || chown) &&
 	    (ret = chmod_fd(fd, opath, e->mode & 07777)))
 		return ret;

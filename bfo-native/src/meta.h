@@ -48,7 +48,8 @@ int fid_open(int dfd, const char *name, const struct fid *id);
  * none for them).  mode_done: created with its exact mode already.  now:
  * what fid_of_fd saw on fd (or NULL): an owner that is already e's is not
  * set again, nor then the mode that chown would have cleared bits from.
- * Owner goes before mode: chown clears set-id bits, which chmod then sets.
+ * Owner goes first: chown clears set-id bits and file capabilities, which
+ * chmod and the xattrs then set.
  */
 int meta_apply(int fd, bool opath, const struct bfo_wentry *e, bool symlink, bool mode_done,
 	       const struct fid *now);

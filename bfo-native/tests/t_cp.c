@@ -50,6 +50,9 @@
  *    that were in the destination before are untouched (bfo cp: or
  *    replaced whole by their new version, as they differ); bad copier flags
  *    are -EINVAL; the error callback names a missing source.
+ *  - capabilities (root): security.capability of a file of root's and of
+ *    one of uid 1234 is in the copy, as in cp -a's (set after the chown,
+ *    which clears it);
  *  - a source file that changes while it is copied (64 MiB, in pieces,
  *    truncated and re-extended by another process the whole time): exit 1
  *    and a message naming it, and the copy is absent or a complete,
@@ -618,6 +621,62 @@ static void scenario_noregular(void *arg)
 	tw_checks_end();
 }
 
+/* File capabilities survive a copy that gives the file another owner: the
+ * kernel clears security.capability on every chown, so the attribute must
+ * be set after it (cp -a does the same).  A file of root's, which needs no
+ * chown, and one of uid 1234 and gid 4321, which does. */
+static void scenario_caps(void *arg)
+{
+	const struct env *v = arg;
+	char *src = t_path(v->tmp, "caps-src"), *dst = t_path(v->tmp, "caps-bfo");
+	char *ref = t_path(v->tmp, "caps-cp");
+	/* struct vfs_cap_data, revision 2: cap_net_raw (13) permitted */
+	const uint32_t cap[5] = { 0x02000000u, 1u << 13, 0, 0, 0 };
+	static const char *const names[] = { "mine", "theirs" };
+	struct tw_run r, c;
+
+	if (!root_user) {
+		t_log("not root: no file capabilities to copy");
+		tw_checks_end();
+		return;
+	}
+	tw_mkdirs(src);
+	for (int i = 0; i < 2; i++) {
+		char *p = t_path(src, names[i]);
+
+		t_write_random(p, 1000 + (uint64_t)i, 70 + (uint64_t)i);
+		if ((i && chown(p, 1234, 4321) < 0) || setxattr(p, "security.capability", cap, sizeof(cap), 0) < 0)
+			t_fail("%s: %s", p, strerror(errno));
+		tw_gen_times(p, 20 + i);    /* atimes ahead: no relatime update */
+		free(p);
+	}
+	tw_gen_times(src, 22);
+	const char *a[] = { "-a", tw_fmt("%s/", src), dst, NULL };
+
+	bfo_cp(&r, (uid_t)-1, a);
+	TW_CHECK(r.status == 0, "exit %d: %s", r.status, r.err);
+	tw_run_free(&r);
+	tw_runl(&c, "cp", "-a", src, ref, (char *)NULL);
+	T_ASSERT(c.status == 0, "cp -a: %s", c.err);
+	tw_run_free(&c);
+	tw_expect_copy(ref, dst, cpa_flags(), "capabilities");
+	for (int i = 0; i < 2; i++) {
+		uint8_t got[64], want[64];
+		ssize_t g = getxattr(tw_fmt("%s/%s", dst, names[i]), "security.capability", got, sizeof(got));
+		ssize_t w = getxattr(tw_fmt("%s/%s", ref, names[i]), "security.capability", want, sizeof(want));
+
+		TW_CHECK(w == (ssize_t)sizeof(cap), "cp -a did not keep %s's capability either (%zd)", names[i], w);
+		TW_CHECK(g == w && !memcmp(got, want, (size_t)w), "%s: security.capability %s in the copy",
+			 names[i], g < 0 ? strerror(errno) : "differs");
+	}
+	t_sh("rm -rf '%s' '%s' '%s'", src, dst, ref);
+	free(src);
+	free(dst);
+	free(ref);
+	t_log("capabilities: kept on a file of root's and on one chowned to uid 1234, as cp -a keeps them");
+	tw_checks_end();
+}
+
 /* Hard links to a file large enough to travel in several pieces. */
 static void scenario_biglinks(void *arg)
 {
@@ -934,6 +993,7 @@ int main(void)
 	t_subtest("rerun", 300, scenario_rerun, &v);
 	t_subtest("no regular files", 60, scenario_noregular, &v);
 	t_subtest("hard links in pieces", 120, scenario_biglinks, &v);
+	t_subtest("capabilities", 60, scenario_caps, &v);
 	t_subtest("cancel", 120, scenario_cancel, &v);
 	t_subtest("missing among sources", 60, scenario_missing_among, &v);
 	t_subtest("changing source", 120, scenario_changing, &v);
