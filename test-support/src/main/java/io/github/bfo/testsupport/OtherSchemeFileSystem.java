@@ -63,12 +63,23 @@ public class OtherSchemeFileSystem extends RawLocalFileSystem {
 
     /** conf, with the scheme registered. */
     public static Configuration register(Configuration conf) {
-        conf.set("fs." + SCHEME + ".impl", OtherSchemeFileSystem.class.getName());
-        return conf;
+        return register(conf, SCHEME, OtherSchemeFileSystem.class);
     }
 
     /** A local path under this scheme. */
     public static Path path(java.nio.file.Path local) {
-        return new Path(SCHEME + "://" + local.toAbsolutePath().toUri().getRawPath());
+        return path(SCHEME, local);
+    }
+
+    /** conf, with impl (this class or one extending it) registered for scheme. */
+    protected static Configuration register(Configuration conf, String scheme,
+            Class<? extends OtherSchemeFileSystem> impl) {
+        conf.set("fs." + scheme + ".impl", impl.getName());
+        return conf;
+    }
+
+    /** A local path under scheme. */
+    protected static Path path(String scheme, java.nio.file.Path local) {
+        return new Path(scheme + "://" + local.toAbsolutePath().toUri().getRawPath());
     }
 }

@@ -42,12 +42,13 @@ public final class StallingFileSystem extends OtherSchemeFileSystem {
         g.countDown();
     }
 
+    /** conf, with this scheme registered. */
     public static Configuration register(Configuration conf) {
-        conf.set("fs." + SCHEME + ".impl", StallingFileSystem.class.getName());
-        return conf;
+        return register(conf, SCHEME, StallingFileSystem.class);
     }
 
+    /** A local path under this scheme. */
     public static Path path(java.nio.file.Path local) {
-        return new Path(SCHEME + "://" + local.toAbsolutePath().toUri().getRawPath());
+        return path(SCHEME, local);
     }
 }
