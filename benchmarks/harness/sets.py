@@ -21,7 +21,9 @@ BLOCK = 4096
 
 @dataclass
 class Plan:
-    """What a generator will do. ops: ("write", relpath, size) / ("delete", relpath) / ("sync",)."""
+    """What a generator will do. ops: ("write", relpath, size) / ("delete", relpath) / ("sync",) /
+    ("mkdir", relpath). dirs: every directory, parents first; made before the first op unless
+    dirs_in_ops (then each by its "mkdir" op, where the plan puts it)."""
     dirs: list
     ops: list
     files: int = 0          # files present at the end
@@ -29,6 +31,7 @@ class Plan:
     alloc_bytes: int = 0    # their total size rounded up to 4 KiB blocks
     peak_alloc_bytes: int = 0
     written_bytes: int = 0  # everything written, including what was deleted later
+    dirs_in_ops: bool = False
 
     def finish(self):
         live = {}
@@ -164,6 +167,49 @@ def plan_aged(p):
     return Plan(dirs=dirs, ops=ops)
 
 
+def plan_tree(p):
+    """A tree shaped like a system's /usr/share (measured on this machine's: 47,466 files in 3,337
+    directories, median 1,291 bytes, 90% below 12.7 KB, 99% below 171 KB, 39 files above 1 MiB
+    holding 30% of the bytes; half the directories hold 4 files or fewer, a few thousands). Each
+    new directory goes below one of the last few made, 1 to 7 deep (a package's directories come
+    together); files spread over directories by log-normal weights (median weight 1, a few
+    directories 50x); sizes log-normal, median 1,300 bytes, sigma 1.8, at most 1 MiB, and `large`
+    files of 1-16 MiB. Made as a package install makes it: depth first, each directory created,
+    then its files."""
+    rng = random.Random(p["seed"])
+    parent, depth = [None], [0]
+    for i in range(1, p["dirs"]):
+        if rng.random() < 0.05:
+            parent.append(0)
+        else:
+            cands = [j for j in range(max(0, i - 8), i) if depth[j] < 7]
+            parent.append(rng.choice(cands) if cands else 0)
+        depth.append(depth[parent[-1]] + 1)
+    names, kids = [""], [[] for _ in range(p["dirs"])]
+    for i in range(1, p["dirs"]):
+        kids[parent[i]].append(i)
+        names.append(f"{names[parent[i]]}/d{i:04d}".lstrip("/"))
+    weights = [math.exp(rng.gauss(0, 1.0)) * (50 if rng.random() < 0.01 else 1) for _ in range(p["dirs"])]
+    weights[0] = 0      # (the top holds directories only)
+    where = rng.choices(range(p["dirs"]), weights=weights, k=p["files"])
+    files = [[] for _ in range(p["dirs"])]
+    for k, d in enumerate(where):
+        size = min(int(math.exp(rng.gauss(math.log(1300), 1.8))), 1 << 20)
+        files[d].append((k, size))
+    for k in rng.sample(range(p["files"]), p["large"]):
+        d = where[k]
+        files[d] = [(j, _loguniform(rng, 1 << 20, 16 << 20) if j == k else s) for j, s in files[d]]
+    ops, dirs, stack = [], [], [0]
+    while stack:
+        d = stack.pop()
+        if d:
+            dirs.append(names[d])
+            ops.append(("mkdir", names[d]))
+        ops += [("write", f"{names[d]}/f{j:05d}".lstrip("/"), s) for j, s in files[d]]
+        stack += reversed(kids[d])
+    return Plan(dirs=dirs, ops=ops + [("sync",)], dirs_in_ops=True)
+
+
 register(SetSpec(
     name="4k",
     description="files of 4 KiB (100,000 unless --files) in 100 directories, created in shuffled order "
@@ -193,6 +239,14 @@ register(SetSpec(
     planner=plan_aged,
     image_slack=1.3))
 
+register(SetSpec(
+    name="tree",
+    description="a tree shaped like a system's /usr/share: 22,000 files in 1,800 directories 1 to 7 deep "
+                "(most holding a few files, a few thousands), sizes log-normal around 1.3 KB and 20 files of "
+                "1-16 MiB, made depth first as a package install makes it",
+    defaults={"files": 22_000, "dirs": 1_800, "large": 20, "seed": 22},
+    planner=plan_tree))
+
 
 # --------------------------------------------------------------------------
 # Generator
@@ -219,7 +273,7 @@ def generate(spec, params, plan, set_dir, progress_every=10.0):
     """Carry out plan in set_dir (file contents: see contents())."""
     set_dir = Path(set_dir)
     set_dir.mkdir(parents=True, exist_ok=True)
-    for d in plan.dirs:
+    for d in [] if plan.dirs_in_ops else plan.dirs:
         (set_dir / d).mkdir(exist_ok=True)
     t0 = last = time.monotonic()
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
@@ -238,6 +292,8 @@ def generate(spec, params, plan, set_dir, progress_every=10.0):
                 os.close(fd)
         elif kind == "delete":
             os.unlink(set_dir / op[1])
+        elif kind == "mkdir":
+            (set_dir / op[1]).mkdir(exist_ok=True)
         elif kind == "sync":
             os.sync()
         now = time.monotonic()

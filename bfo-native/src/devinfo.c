@@ -247,6 +247,8 @@ static void devinfo_probe(struct devinfo *d, const char *path, bool want_raw, st
 			d->fs = FS_XFS;
 		d->sizes_lie = fs_sizes_lie((unsigned long)sfs.f_type);
 		d->sizes_true = fs_sizes_true((unsigned long)sfs.f_type);
+		if (sfs.f_bsize >= 512 && sfs.f_bsize <= 65536 && !(sfs.f_bsize & (sfs.f_bsize - 1)))
+			d->fsbs = (uint32_t)sfs.f_bsize;
 	}
 	if (!want_raw) {
 		snprintf(d->why, sizeof(d->why), "raw reads not requested");

@@ -14,6 +14,8 @@ struct devinfo {
 	uint64_t dev;            /* major << 32 | minor */
 	int raw_fd;              /* O_DIRECT descriptor of the block device, or -1 */
 	uint32_t lbs;            /* logical block size of the device */
+	uint32_t fsbs;           /* the file system's block size (0: unknown): a file's
+				  * last block is its own to its end */
 	uint64_t devsize;
 	bool rotational;
 	enum fs_kind fs;
