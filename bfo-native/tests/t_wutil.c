@@ -218,6 +218,9 @@ pid_t tw_spawn(char *const argv[], const char *stdin_path, const char *out_path)
 		execvp(argv[0], argv);
 		_exit(127);
 	}
+	/* here too: a kill(-pid) right after the fork must not find the
+	 * group not yet made (ESRCH, and the child runs on unsignalled) */
+	setpgid(pid, pid);
 	return pid;
 }
 
