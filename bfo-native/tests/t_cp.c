@@ -666,7 +666,7 @@ static void scenario_caps(void *arg)
 		ssize_t w = getxattr(tw_fmt("%s/%s", ref, names[i]), "security.capability", want, sizeof(want));
 
 		TW_CHECK(w == (ssize_t)sizeof(cap), "cp -a did not keep %s's capability either (%zd)", names[i], w);
-		TW_CHECK(g == w && !memcmp(got, want, (size_t)w), "%s: security.capability %s in the copy",
+		TW_CHECK(w >= 0 && g == w && !memcmp(got, want, (size_t)w), "%s: security.capability %s in the copy",
 			 names[i], g < 0 ? strerror(errno) : "differs");
 	}
 	t_sh("rm -rf '%s' '%s' '%s'", src, dst, ref);
