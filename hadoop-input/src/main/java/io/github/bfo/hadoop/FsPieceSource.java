@@ -12,15 +12,12 @@ import org.apache.hadoop.util.functional.FutureIO;
 
 import java.io.IOException;
 import java.io.InterruptedIOException;
-import java.net.URI;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -65,7 +62,7 @@ final class FsPieceSource implements PieceSource {
     private final ArrayDeque<Pending> inFlight = new ArrayDeque<>();
     private final List<FileSystem.Statistics> stats = new ArrayList<>();
     private final Piece piece = new Piece();
-    private final Map<String, FileSystem> fileSystems = new ConcurrentHashMap<>();
+    private final ReadFileSystems fileSystems;
     private final long started = System.nanoTime();
     private long ended;
     private long bytesInFlight;
@@ -89,6 +86,7 @@ final class FsPieceSource implements PieceSource {
         this.conf = conf;
         int threads = Math.max(1, conf.getInt(BfoInputConfig.FS_THREADS, BfoInputConfig.DEFAULT_FS_THREADS));
         this.maxTasks = threads * 2;
+        this.fileSystems = new ReadFileSystems(conf, threads);
         this.maxBytes = Math.max(1, conf.getLongBytes(BfoInputConfig.FS_BYTES_IN_FLIGHT,
                 BfoInputConfig.DEFAULT_FS_BYTES_IN_FLIGHT));
         this.pieceSize = Math.min(BfoInputConfig.largeFile(conf), Integer.MAX_VALUE - 64);
@@ -154,22 +152,6 @@ final class FsPieceSource implements PieceSource {
     }
 
     /**
-     * path's file system, looked up once per scheme and authority of the split: {@code Path.getFileSystem}
-     * per file (a current-user lookup and a cache probe) took 12% of the read threads' CPU on HDFS (JFR,
-     * benchmark H2).
-     */
-    private FileSystem fileSystem(Path path) throws IOException {
-        URI u = path.toUri();
-        String key = u.getScheme() + "://" + u.getAuthority();
-        FileSystem fs = fileSystems.get(key);
-        if (fs == null) {
-            fs = path.getFileSystem(conf);
-            fileSystems.putIfAbsent(key, fs);
-        }
-        return fs;
-    }
-
-    /**
      * Bytes [offset, offset + len) of a file of the listed size: what the listing said (a status of that
      * length, and the length as an option) and the whole-file read policy are passed on, so an object store
      * skips its status request (S3A: no HEAD, one GET) and reads without range guessing; file systems that
@@ -177,7 +159,7 @@ final class FsPieceSource implements PieceSource {
      */
     private byte[] read(Path path, long size, long offset, int len) throws IOException {
         byte[] b = new byte[len];
-        try (FSDataInputStream in = FutureIO.awaitFuture(fileSystem(path).openFile(path)
+        try (FSDataInputStream in = FutureIO.awaitFuture(fileSystems.get(path).openFile(path)
                 .withFileStatus(new FileStatus(size, false, 1, 0, 0, path))
                 .optLong(Options.OpenFileOptions.FS_OPTION_OPENFILE_LENGTH, size)
                 .opt(Options.OpenFileOptions.FS_OPTION_OPENFILE_READ_POLICY,
@@ -279,5 +261,6 @@ final class FsPieceSource implements PieceSource {
         }
         inFlight.clear();
         pool.shutdownNow();
+        fileSystems.close();
     }
 }

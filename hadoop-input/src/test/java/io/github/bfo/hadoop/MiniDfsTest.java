@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 package io.github.bfo.hadoop;
 
+import io.github.bfo.testsupport.CountingSocketFactory;
+
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileSystem;
@@ -19,6 +21,7 @@ import java.util.List;
 import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -42,6 +45,8 @@ class MiniDfsTest {
         conf.setLong("dfs.blocksize", 1 << 20);
         conf.setInt("dfs.namenode.handler.count", 2);
         conf.setInt("dfs.datanode.handler.count", 2);
+        // an idle DataNode connection stays open however slow the machine (readsReuseDataNodeConnections)
+        conf.setLong("dfs.datanode.socket.reuse.keepalive", 600_000);
         cluster = new MiniDFSCluster.Builder(conf).numDataNodes(2).format(true).build();
         cluster.waitActive();
         fs = cluster.getFileSystem();
@@ -152,5 +157,78 @@ class MiniDfsTest {
         boolean ok = job.waitForCompletion(false);
         assertTrue(ok);
         return new TestJobs.Result(job, ok, TestJobs.readOutput(out, base));
+    }
+
+    /**
+     * Many small files read at once through ReadFileSystems: the same bytes as the local copies, and every
+     * DataNode connection made is kept for the next reads (with HDFS's default of 16, 53-63 sockets were made
+     * here for these 1,208 reads, 23 at a time, and at most 16 kept); a capacity the user
+     * chose, and other schemes, get Hadoop's cached instance; close() closes only the reader's own.
+     */
+    @Test
+    void readsReuseDataNodeConnections() throws Exception {
+        Configuration conf = conf();
+        CountingSocketFactory.register(conf);
+        conf.setLong("dfs.client.socketcache.expiryMsec", 600_000);   // no idle connection expires mid-test
+        java.nio.file.Path local = work.resolve("local");
+        List<java.nio.file.Path> files;
+        try (var s = Files.walk(local)) {
+            files = s.filter(Files::isRegularFile).filter(f -> f.toFile().length() < (1 << 20)).toList();
+        }
+        int inFlight = 23;   // a capacity no other reader of this JVM uses: this test's conf makes its client context
+        ReadFileSystems rfs = new ReadFileSystems(conf, inFlight);
+        Path first = new Path(fs.getUri() + "/input/" + local.relativize(files.get(0)));
+        FileSystem own = rfs.get(first);
+        assertTrue(own != FileSystem.get(fs.getUri(), conf), "an instance of the reader's own");
+        assertEquals(ReadFileSystems.peerCapacity(inFlight), own.getConf().getInt(ReadFileSystems.PEER_CACHE, 0));
+        assertTrue(ReadFileSystems.peerCapacity(inFlight) >= inFlight * 2);
+        org.apache.hadoop.hdfs.PeerCache cache = ((org.apache.hadoop.hdfs.DistributedFileSystem) own).getClient()
+                .getClientContext().getPeerCache();
+        int cachedBefore = cache.size();
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(inFlight);
+        try {
+            int before = CountingSocketFactory.made();
+            List<java.util.concurrent.Future<?>> reads = new java.util.ArrayList<>();
+            for (int round = 0; round < 4; round++) {
+                for (java.nio.file.Path f : files) {
+                    Path p = new Path(fs.getUri() + "/input/" + local.relativize(f));
+                    reads.add(pool.submit(() -> {
+                        byte[] want = Files.readAllBytes(f);
+                        byte[] got = new byte[want.length];
+                        try (var in = rfs.get(p).open(p)) {
+                            in.readFully(0, got);   // a positional read, as FsPieceSource reads
+                        }
+                        assertTrue(java.util.Arrays.equals(want, got), p + ": same bytes as the local copy");
+                        return null;
+                    }));
+                }
+            }
+            for (java.util.concurrent.Future<?> r : reads) {
+                r.get();
+            }
+            int made = CountingSocketFactory.made() - before;
+            int kept = cache.size() - cachedBefore;
+            // every DataNode connection made is kept for the next reads (the one more: the NameNode's), and
+            // there are no more than the reads in flight can hold at once: not one per read (files x 4)
+            assertTrue(made <= kept + 1, made + " sockets made for " + reads.size() + " reads, " + inFlight
+                    + " at once, " + kept + " kept for the next reads");
+            assertTrue(kept <= inFlight * cluster.getDataNodes().size(), kept + " connections kept");
+        } finally {
+            pool.shutdownNow();
+        }
+
+        Configuration chosen = new Configuration(conf);
+        chosen.setInt(ReadFileSystems.PEER_CACHE, 7);
+        try (ReadFileSystems user = new ReadFileSystems(chosen, inFlight)) {
+            assertTrue(user.get(first) == FileSystem.get(fs.getUri(), chosen), "the user's capacity: Hadoop's instance");
+            Path lf = new Path(files.get(0).toUri());
+            assertTrue(user.get(lf) == lf.getFileSystem(chosen), "file: goes to Hadoop's instance");
+        }
+        rfs.close();
+        assertThrows(java.io.IOException.class, () -> own.open(first), "the reader's own instance is closed");
+        assertThrows(java.io.IOException.class, () -> rfs.get(first), "a closed reader opens nothing");
+        try (var in = fs.open(first)) {
+            assertEquals(Files.size(files.get(0)), in.readAllBytes().length, "Hadoop's instance still reads");
+        }
     }
 }

@@ -4,11 +4,8 @@ package io.github.bfo.spark;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InterruptedIOException;
-import java.net.URI;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -18,7 +15,6 @@ import java.util.concurrent.TimeoutException;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FileStatus;
-import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Options;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.util.functional.FutureIO;
@@ -59,7 +55,7 @@ final class BfoHadoopReads implements AutoCloseable {
     private final long timeoutNanos;    // 0: wait as long as the file system's client does
     private volatile long lastProgress; // System.nanoTime() of the last read started or finished
     private final ArrayDeque<Future<BfoPiece>> ahead = new ArrayDeque<>();
-    private final Map<String, FileSystem> fileSystems = new ConcurrentHashMap<>();
+    private final BfoReadFileSystems fileSystems;
     private ThreadPoolExecutor pool;    // made when the first file is read ahead
     private int next;                   // files[next] is the next to start
     private int delivered;              // files[delivered] is the next to hand out
@@ -76,6 +72,7 @@ final class BfoHadoopReads implements AutoCloseable {
         this.windowBytes = Math.max(1, windowBytes);
         this.largeFile = (int) Math.max(4096, Math.min(largeFile, Integer.MAX_VALUE - 16));
         this.timeoutNanos = TimeUnit.MILLISECONDS.toNanos(Math.max(0, timeoutMillis));
+        this.fileSystems = new BfoReadFileSystems(conf, this.inFlight);
     }
 
     /** The next piece in file order, or null when every file was delivered. */
@@ -149,28 +146,12 @@ final class BfoHadoopReads implements AutoCloseable {
      */
     private FSDataInputStream open(int i) throws IOException {
         Path p = new Path(part.path(i));
-        return FutureIO.awaitFuture(fileSystem(p).openFile(p)
+        return FutureIO.awaitFuture(fileSystems.get(p).openFile(p)
                 .withFileStatus(new FileStatus(part.lengths[i], false, 1, 0, part.modificationTimes[i], p))
                 .optLong(Options.OpenFileOptions.FS_OPTION_OPENFILE_LENGTH, part.lengths[i])
                 .opt(Options.OpenFileOptions.FS_OPTION_OPENFILE_READ_POLICY,
                         Options.OpenFileOptions.FS_OPTION_OPENFILE_READ_POLICY_WHOLE_FILE)
                 .build());
-    }
-
-    /**
-     * p's file system, looked up once per scheme and authority of the partition: {@code Path.getFileSystem}
-     * per file (a current-user lookup and a cache probe) took 12% of the read threads' CPU on HDFS (JFR, the
-     * Hadoop module's benchmark H2).
-     */
-    private FileSystem fileSystem(Path p) throws IOException {
-        URI u = p.toUri();
-        String key = u.getScheme() + "://" + u.getAuthority();
-        FileSystem fs = fileSystems.get(key);
-        if (fs == null) {
-            fs = p.getFileSystem(conf);
-            fileSystems.putIfAbsent(key, fs);
-        }
-        return fs;
     }
 
     /**
@@ -246,6 +227,7 @@ final class BfoHadoopReads implements AutoCloseable {
             pool.shutdownNow();
             pool = null;
         }
+        fileSystems.close();
     }
 
     /** A whole file (data null: metadata only, or failed). */

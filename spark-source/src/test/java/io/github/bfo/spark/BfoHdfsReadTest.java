@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.github.bfo.testsupport.CountingSocketFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Random;
@@ -209,5 +210,47 @@ class BfoHdfsReadTest extends SparkTestBase {
         long spark2 = jobsFor("bfo-spark-listing", () -> spark.read().format("bfo").option("listing", "spark")
                 .load(wide).selectExpr("length"));
         assertEquals(spark1, spark2);
+    }
+
+    /**
+     * Many small files, 23 read at once per task: the rows binaryFile gives, and every DataNode connection the
+     * tasks made is kept for the next reads (BfoReadFileSystems: HDFS's own peer cache of 16 closes what
+     * overflows it, and later reads open new connections), so sockets made are the connections kept and one
+     * NameNode connection per task at most.
+     */
+    @Test
+    void manyFilesKeepTheirConnections() throws Exception {
+        int files = 400;
+        for (int i = 0; i < files; i++) {
+            create("/many/f" + i, ("file " + i + "\n").repeat(1 + i % 50).getBytes(
+                    java.nio.charset.StandardCharsets.UTF_8));
+        }
+        String many = dfs.uri() + "/many";
+        org.apache.hadoop.conf.Configuration hc = spark.sparkContext().hadoopConfiguration();
+        CountingSocketFactory.register(hc);
+        hc.setLong("dfs.client.socketcache.expiryMsec", 600_000);   // no idle connection expires mid-test
+        try {
+            Dataset<Row> b = spark.read().format("bfo").option("readsInFlight", "23").load(many);
+            int tasks = b.rdd().getNumPartitions();
+            int before = CountingSocketFactory.made();
+            java.util.List<Row> rows = b.collectAsList();
+            int made = CountingSocketFactory.made() - before;
+            assertEquals(files, rows.size());
+            // the client context the tasks' readers share ("bfo-reads-" and its capacity)
+            org.apache.hadoop.conf.Configuration c = new org.apache.hadoop.conf.Configuration(hc);
+            int peers = BfoReadFileSystems.peerCapacity(23);
+            c.setInt(BfoReadFileSystems.PEER_CACHE, peers);
+            c.set(BfoReadFileSystems.CLIENT_CONTEXT, "bfo-reads-" + peers);
+            try (FileSystem same = FileSystem.newInstance(java.net.URI.create(dfs.uri()), c)) {
+                int kept = ((org.apache.hadoop.hdfs.DistributedFileSystem) same).getClient().getClientContext()
+                        .getPeerCache().size();
+                assertTrue(kept > 0 && made <= kept + tasks, made + " sockets made for " + files + " files in "
+                        + tasks + " tasks, 23 at once, " + kept + " kept for the next reads");
+            }
+        } finally {
+            hc.unset(CountingSocketFactory.KEY);
+            hc.unset("dfs.client.socketcache.expiryMsec");
+        }
+        assertSameRows(binaryFile(many), bfo(many));
     }
 }

@@ -58,6 +58,8 @@ final class MiniDfs implements AutoCloseable {
         // close() returns once the last block is committed, not after the DataNode's report of it reached the
         // NameNode: without it each file's close() sleeps 400 ms or more (creating 2,000 files took minutes)
         conf.setInt("dfs.namenode.file.close.num-committed-allowed", 1);
+        // an idle connection stays open however slow the machine (BfoHdfsReadTest.manyFilesKeepTheirConnections)
+        conf.setLong("dfs.datanode.socket.reuse.keepalive", 600_000);
         cluster = new MiniDFSCluster.Builder(conf).numDataNodes(dataNodes).format(format).build();
         cluster.waitActive();
     }
