@@ -52,8 +52,8 @@ import java.time.Instant;
  */
 public final class FileData {
     private Path path;                   // null until asked for, for a path given as bytes (rawPath)
-    private final PathChunk rawPath;     // packed paths (libbfo's walk, readPacked): the bytes at rawOff, rawLen long
-    private final int rawOff, rawLen;
+    private final PathChunk rawPath;     // packed paths (libbfo's walk, readPacked): the chunk's rawOrdinal-th path
+    private final int rawOrdinal;
     private long index;
     private final long offset;
     private final long length;
@@ -77,20 +77,19 @@ public final class FileData {
              int mtimeNsec, long ctimeSec, int ctimeNsec, long atimeSec, int atimeNsec, long ino, long dev, int mode,
              int uid, int gid, int nlink, int status, String engine, boolean last, boolean noFollow, long address,
              ByteBuffer heap, IOException failure) {
-        this(owner, path, null, 0, 0, index, offset, length, size, mtimeSec, mtimeNsec, ctimeSec, ctimeNsec, atimeSec,
+        this(owner, path, null, 0, index, offset, length, size, mtimeSec, mtimeNsec, ctimeSec, ctimeNsec, atimeSec,
                 atimeNsec, ino, dev, mode, uid, gid, nlink, status, engine, last, noFollow, address, heap, failure);
     }
 
-    /** An entry whose path is path, or (path null) the bytes rawPath[rawOff, rawOff + rawLen), made a Path when asked. */
-    FileData(FileBatch owner, Path path, PathChunk rawPath, int rawOff, int rawLen, long index, long offset, long length,
+    /** An entry whose path is path, or (path null) the rawOrdinal-th path of rawPath, made a Path when asked. */
+    FileData(FileBatch owner, Path path, PathChunk rawPath, int rawOrdinal, long index, long offset, long length,
              long size, long mtimeSec, int mtimeNsec, long ctimeSec, int ctimeNsec, long atimeSec, int atimeNsec,
              long ino, long dev, int mode, int uid, int gid, int nlink, int status, String engine, boolean last,
              boolean noFollow, long address, ByteBuffer heap, IOException failure) {
         this.owner = owner;
         this.path = path;
         this.rawPath = rawPath;
-        this.rawOff = rawOff;
-        this.rawLen = rawLen;
+        this.rawOrdinal = rawOrdinal;
         this.index = index;
         this.offset = offset;
         this.length = length;
@@ -125,7 +124,7 @@ public final class FileData {
     public Path path() {
         Path p = path;
         if (p == null) {
-            p = rawPath.path(rawOff, rawLen);
+            p = rawPath.path(rawOrdinal);
             path = p;   // immutable: a racing thread makes an equal one
         }
         return p;
@@ -139,7 +138,7 @@ public final class FileData {
     public String pathString() {
         Path p = path;
         if (p == null) {
-            String s = rawPath.string(rawOff, rawLen);
+            String s = rawPath.string(rawOrdinal);
             if (s != null) {
                 return s;
             }

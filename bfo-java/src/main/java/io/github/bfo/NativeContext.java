@@ -19,13 +19,14 @@ final class NativeContext {
     final Pointer ptr;
     /** Resolved window size: it sizes the path ring. */
     final int windowFiles;
-    /** Paths in flight by index % ring.length (see NativeReadEngine.NativeBatch). */
+    /** Paths given as Paths in flight, by index % ring.length (see NativeReadEngine.NativeBatch). */
     final Object[] ring;
-    final int[] ringOff, ringLen;
     /** Packed paths for bfo_read_submit_packed; grows for a longer path and stays grown. */
     ByteBuffer pathBuf;
     final ByteBuffer entries;
     final long[] words;
+    /** struct bfo_stats read after each packed submission, for the number of paths it took. */
+    final ByteBuffer submitStats;
     /** When it went idle in the pool (System.nanoTime). */
     long idleSince;
 
@@ -37,11 +38,10 @@ final class NativeContext {
         // lookahead fed, and at least one window more than it can wait for (no dead end).
         int cap = Integer.highestOneBit(Math.max(4096, Math.min(1 << 21, 4 * windowFiles)) - 1) << 1;
         this.ring = new Object[cap];
-        this.ringOff = new int[cap];
-        this.ringLen = new int[cap];
         this.pathBuf = BfoNative.direct(NativeReadEngine.PATH_BUF);
         this.entries = BfoNative.direct(NativeReadEngine.WAIT_MAX * BfoNative.FILE_SIZE);
         this.words = new long[NativeReadEngine.WAIT_MAX * NativeReadEngine.ENTRY_WORDS];
+        this.submitStats = BfoNative.direct(BfoNative.STATS_SIZE);
     }
 
     /**

@@ -22,13 +22,17 @@ import java.util.Objects;
 final class NativeReadEngine implements BatchFileReader.Impl {
     /** Entries fetched per bfo_read_wait (and given back per bfo_read_release). */
     static final int WAIT_MAX = 512;
-    /** Path bytes packed per bfo_read_submit_packed, at most (grows for one longer path). */
+    /**
+     * Path bytes per bfo_read_submit_packed, at most (grows for one longer path); a
+     * walk's buffer is this size too (the command's), so it goes in one call.
+     */
     static final int PATH_BUF = 256 << 10;
     /**
-     * Bytes of paths in a batch's first submission; each next one may take twice as
-     * many, up to PATH_BUF. The library forms its first window (512 files) from the
-     * first submission, and before the JIT has compiled the packing loop, packing a
-     * whole PATH_BUF (10,000 paths of a tree) took 10-20 ms, all before the first read.
+     * Bytes of paths given as Paths in a batch's first submission; each next one may
+     * take twice as many, up to PATH_BUF. The library forms its first window (512
+     * files) from the first submission, and before the JIT has compiled the packing
+     * loop, packing a whole PATH_BUF (10,000 paths) took 10-20 ms, all before the
+     * first read. (Packed paths, a walk's or readPacked's, go in whole: no loop.)
      */
     static final int FIRST_SUBMIT = 16 << 10;
     /**
@@ -282,19 +286,35 @@ final class NativeReadEngine implements BatchFileReader.Impl {
 
     // ------------------------------------------------------------ a batch
 
+    /**
+     * The paths of one chunk of packed paths in a batch: indices [first, first + taken).
+     * An entry finds its path here by its index (the chunk's (index - first)-th path),
+     * so nothing is recorded per path when the chunk goes to the library.
+     */
+    private static final class Span {
+        final PathChunk chunk;
+        final long first;
+        int taken;       // paths the library took so far
+        int open;        // of those, paths whose last entry was not delivered yet
+        boolean whole;   // every path of the chunk taken
+
+        Span(PathChunk chunk, long first) {
+            this.chunk = chunk;
+            this.first = first;
+        }
+    }
+
     final class NativeBatch extends FileBatch {
         private final Iterator<? extends Path> src;       // or
         private final BatchFileReader.PackedPaths packedSrc;
-        private PathChunk chunk;         // of packedSrc, packed up to chunkPos
+        /** packedSrc's chunks with paths in flight, by first index; the last one is being submitted. */
+        private final java.util.ArrayList<Span> spans = new java.util.ArrayList<>();
+        private Span current;            // of packedSrc, submitted up to chunkPos
         private int chunkPos;
-        /**
-         * Paths in flight: slot index % capacity, from packing until their last entry is delivered: the Path,
-         * or for packedSrc the chunk holding its bytes, at ringOff (ringLen long).
-         */
+        /** src's paths in flight: slot index % capacity, from packing until their last entry is delivered. */
         private final Object[] ring;
-        private final int[] ringOff, ringLen;
         private final int mask;
-        private long packed;             // paths packed so far (= the next index)
+        private long packed;             // paths packed (src) or taken by the library (packedSrc): the next index
         private boolean srcDone;
         private boolean started;         // a batch was begun in the library
         private boolean finished;        // bfo_read_finish called
@@ -310,6 +330,8 @@ final class NativeReadEngine implements BatchFileReader.Impl {
         /** The waited entries copied at once: entry() reads array elements, not a buffer call per field. */
         private final long[] words;
         private final java.nio.LongBuffer entryWords;
+        private final ByteBuffer submitStats;
+        private final Pointer submitStatsPtr;
         private int count;               // entries in the buffer (held until released)
         private int cursor;
         private ReadStats finalStats;
@@ -322,8 +344,6 @@ final class NativeReadEngine implements BatchFileReader.Impl {
             // closes the previous one before it runs).
             NativeContext c = context;
             this.ring = c.ring;
-            this.ringOff = c.ringOff;
-            this.ringLen = c.ringLen;
             this.mask = ring.length - 1;
             this.pathBuf = c.pathBuf;
             this.pathPtr = BfoNative.pointer(pathBuf);
@@ -331,16 +351,8 @@ final class NativeReadEngine implements BatchFileReader.Impl {
             this.entriesPtr = BfoNative.pointer(entries);
             this.words = c.words;
             this.entryWords = entries.asLongBuffer();
-        }
-
-        /** The source's directory listings to the context, before the chunk's paths are submitted. */
-        private void shareListings() {
-            Pointer c = enter();
-            try {
-                packedSrc.shareWith(c);
-            } finally {
-                exit();
-            }
+            this.submitStats = c.submitStats;
+            this.submitStatsPtr = BfoNative.pointer(submitStats);
         }
 
         /** Paths taken from the input so far (all of it once the batch ended, unless it stopped). */
@@ -414,18 +426,22 @@ final class NativeReadEngine implements BatchFileReader.Impl {
         }
 
         private boolean canSubmit() {
+            if (packedSrc != null) {
+                return !finished && !stopped;   // fillPacked submits until the queue is full or the input ends
+            }
             return !finished && !stopped && (pending > 0 || ((!srcDone || stash != null)
                     && ring[(int) (packed & mask)] == null));
         }
 
         /** Packs paths and submits them until the library's queue is full, the ring is full or the input ends. */
         private void fill(Pointer c) {
+            if (packedSrc != null) {
+                fillPacked(c);
+                return;
+            }
             while (!finished && !stopped) {
-                if (packedSrc != null) {
-                    packChunks();
-                }
                 // pack, in the input's order (a path that did not fit waits in the stash)
-                while (src != null && (stash != null || !srcDone) && pathLen < packLimit
+                while ((stash != null || !srcDone) && pathLen < packLimit
                         && ring[(int) (packed & mask)] == null) {
                     Path p;
                     byte[] b;
@@ -463,15 +479,7 @@ final class NativeReadEngine implements BatchFileReader.Impl {
                 }
                 if (pending == 0) {
                     if (srcDone && stash == null) {
-                        if (!started) {
-                            BfoNative.bfo_read_submit(c, Pointer.NULL, 0);   // a batch of no paths
-                            started = true;
-                        }
-                        int r = BfoNative.bfo_read_finish(c);
-                        if (r < 0 && r != -Errno.EINVAL) {
-                            throw new UncheckedIOException(new IOException("bfo_read_finish: " + Errno.text(r)));
-                        }
-                        finished = true;
+                        finishInput(c);
                     }
                     return;   // ring full or finished
                 }
@@ -497,33 +505,100 @@ final class NativeReadEngine implements BatchFileReader.Impl {
         private byte[] stashBytes;
         private int packLimit = FIRST_SUBMIT;   // bytes packed before the next submission
 
-        /** fill()'s packing for packedSrc: whole paths copied as they are. */
-        private void packChunks() {
-            while (!srcDone && pathLen < packLimit && ring[(int) (packed & mask)] == null) {
-                if (chunk == null || chunkPos >= chunk.length()) {
-                    chunk = packedSrc.nextChunk();
-                    chunkPos = 0;
-                    if (chunk == null) {
+        /** No more paths: the batch (begun, if the input had none) is finished. */
+        private void finishInput(Pointer c) {
+            if (!started) {
+                BfoNative.bfo_read_submit(c, Pointer.NULL, 0);   // a batch of no paths
+                started = true;
+            }
+            int r = BfoNative.bfo_read_finish(c);
+            if (r < 0 && r != -Errno.EINVAL) {
+                throw new UncheckedIOException(new IOException("bfo_read_finish: " + Errno.text(r)));
+            }
+            finished = true;
+        }
+
+        /**
+         * fill() for packedSrc: each chunk's bytes go to the library as they are, a
+         * buffer at a time, until its queue is full or the input ends. Nothing is done
+         * per path here (before, each path was copied and recorded in the ring: for a
+         * walk of 100,000 files 30 ms cold before the library had its windows); an
+         * entry finds its path through its chunk's Span.
+         */
+        private void fillPacked(Pointer c) {
+            while (!finished && !stopped) {
+                if (current == null || current.whole) {
+                    PathChunk next = srcDone ? null : packedSrc.nextChunk();
+                    if (next == null) {
                         srcDone = true;
-                        break;
+                        finishInput(c);
+                        return;
                     }
-                    shareListings();
+                    packedSrc.shareWith(c);   // the walk's listings before the paths they hold
+                    current = new Span(next, packed);
+                    current.whole = next.length() == 0;
+                    spans.add(current);
+                    chunkPos = 0;
                     continue;
                 }
-                int end = chunk.end(chunkPos);
-                int len = end - chunkPos;
-                if (pathLen + len + 1 > pathBuf.capacity()) {
-                    if (pending > 0) {
-                        break;   // submit what is packed first
-                    }
-                    grow(len + 1);
+                PathChunk ch = current.chunk;
+                int end = ch.wholePathsEnd(chunkPos, pathBuf.capacity());
+                if (end == chunkPos) {
+                    grow(ch.end(chunkPos) + 1 - chunkPos);   // one path longer than the buffer
+                    continue;
                 }
-                pathBuf.put(pathLen, chunk.bytes, chunkPos, len + 1);
-                int slot = (int) (packed & mask);
-                ringOff[slot] = chunkPos;
-                ringLen[slot] = len;
-                record(slot, chunk, len + 1);
-                chunkPos = end + 1;
+                pathBuf.put(0, ch.bytes, chunkPos, end - chunkPos);
+                long r = BfoNative.bfo_read_submit_packed(c, pathPtr, end - chunkPos);
+                started = true;
+                if (r == -Errno.ECANCELED) {
+                    stopped = true;
+                    return;
+                }
+                if (r < 0) {
+                    throw new UncheckedIOException(new IOException("bfo_read_submit_packed: " + Errno.text((int) r)));
+                }
+                taken(c, (int) r);
+                if (chunkPos < end) {
+                    return;   // the library's queue is full: consume results first
+                }
+            }
+        }
+
+        /** The library took the next `bytes` bytes of the current chunk: its paths are in flight. */
+        private void taken(Pointer c, int bytes) {
+            chunkPos += bytes;
+            // how many paths those bytes held: the batch's count of paths submitted, not a scan here
+            BfoNative.bfo_read_stats(c, submitStatsPtr);
+            long total = submitStats.getLong(BfoNative.STATS_files);
+            int n = (int) (total - packed);
+            packed = total;
+            current.taken += n;
+            current.open += n;
+            if (chunkPos == current.chunk.length()) {
+                current.whole = true;
+                retireIfDone(current);
+            }
+        }
+
+        /** The span holding index (the last whose first is at most index), or null. */
+        private Span spanOf(long index) {
+            int lo = 0, hi = spans.size() - 1;
+            while (lo <= hi) {
+                int mid = (lo + hi) >>> 1;
+                if (spans.get(mid).first <= index) {
+                    lo = mid + 1;
+                } else {
+                    hi = mid - 1;
+                }
+            }
+            Span sp = hi >= 0 ? spans.get(hi) : null;
+            return sp != null && index < sp.first + sp.taken ? sp : null;
+        }
+
+        /** Forgets a chunk once all of its paths went in and were delivered (entries keep what they need). */
+        private void retireIfDone(Span sp) {
+            if (sp.whole && sp.open == 0) {
+                spans.remove(sp);
             }
         }
 
@@ -533,14 +608,14 @@ final class NativeReadEngine implements BatchFileReader.Impl {
             record((int) (packed & mask), p, b.length + 1);
         }
 
-        /** The path of slot (ring value v) packed as the buffer's next `bytes` bytes. */
-        private void record(int slot, Object v, int bytes) {
+        /** The path p of slot packed as the buffer's next `bytes` bytes. */
+        private void record(int slot, Path p, int bytes) {
             pathLen += bytes;
             if (pending == ends.length) {
                 ends = Arrays.copyOf(ends, pending * 2);
             }
             ends[pending++] = pathLen;
-            ring[slot] = v;
+            ring[slot] = p;
             packed++;
         }
 
@@ -591,27 +666,33 @@ final class NativeReadEngine implements BatchFileReader.Impl {
             int base = i * ENTRY_WORDS;
             long index = w[base + BfoNative.FILE_index / 8];
             boolean last = (u16(w, base, BfoNative.FILE_flags) & BfoNative.FILE_LAST) != 0;
-            int slot = (int) (index & mask);
-            Object v = ring[slot];
             Path p = null;
             PathChunk raw = null;
-            int rawOff = 0, rawLen = 0;
-            if (v instanceof Path) {
-                p = (Path) v;
-            } else if (v != null) {
-                raw = (PathChunk) v;
-                rawOff = ringOff[slot];
-                rawLen = ringLen[slot];
+            int ordinal = 0;
+            if (packedSrc != null) {
+                Span sp = spanOf(index);
+                if (sp != null) {
+                    raw = sp.chunk;
+                    ordinal = (int) (index - sp.first);
+                    if (last) {
+                        sp.open--;
+                        retireIfDone(sp);
+                    }
+                }
             } else {
-                // cannot happen: every delivered index was packed and is in flight
+                int slot = (int) (index & mask);
+                p = (Path) ring[slot];
+                if (last) {
+                    ring[slot] = null;
+                }
+            }
+            if (p == null && raw == null) {
+                // cannot happen: every delivered index was submitted and is in flight
                 Pointer np = new Pointer(w[base + BfoNative.FILE_path / 8]);
                 p = PathBytes.toPath(np.getByteArray(0, (int) np.indexOf(0, (byte) 0)));
             }
-            if (last) {
-                ring[slot] = null;
-            }
             int engine = u16(w, base, BfoNative.FILE_engine);
-            return new FileData(this, p, raw, rawOff, rawLen, index, w[base + BfoNative.FILE_offset / 8],
+            return new FileData(this, p, raw, ordinal, index, w[base + BfoNative.FILE_offset / 8],
                     w[base + BfoNative.FILE_length / 8], w[base + BfoNative.FILE_size / 8],
                     w[base + BfoNative.FILE_mtime_sec / 8], int32(w, base, BfoNative.FILE_mtime_nsec),
                     w[base + BfoNative.FILE_ctime_sec / 8], int32(w, base, BfoNative.FILE_ctime_nsec),
@@ -629,6 +710,7 @@ final class NativeReadEngine implements BatchFileReader.Impl {
             finalStats = fetchStats(c);
             last = finalStats;
             clearRing();
+            spans.clear();   // the iterating thread's (clearRing may run on another)
         }
 
         /** Empties the slots this batch used (at most the ring), for the context's next batch. */
@@ -710,6 +792,7 @@ final class NativeReadEngine implements BatchFileReader.Impl {
             } finally {
                 exit();
                 clearRing();
+                spans.clear();
             }
         }
     }

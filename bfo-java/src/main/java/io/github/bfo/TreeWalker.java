@@ -19,7 +19,9 @@ import java.util.List;
  * no stat per entry and hands out paths sorted by inode, which is close to
  * disk order on ext4 and XFS, so the engine's metadata phase reads the inode
  * tables sequentially. One native call per buffer of paths, and the
- * buffer goes to the batch as it is (no Path per file).
+ * buffer goes to the batch as it is: copied out once (the entries' paths
+ * are made from it when asked) and submitted whole, with nothing done per
+ * path in Java, as {@code bfo read DIR} hands the walk's buffer over.
  *
  * <p>Regular files and symbolic links to them are handed out (links are
  * skipped with {@code skipLinks}); special files, links to directories and
@@ -28,8 +30,8 @@ import java.util.List;
  * of theirs are in flight or kept. Not thread-safe (one consumer).
  */
 final class TreeWalker implements BatchFileReader.PackedPaths, AutoCloseable {
-    /** Bytes of paths fetched per native call. */
-    private static final int PATH_BUFFER = 1 << 20;
+    /** Bytes of paths fetched per native call: the command's buffer, and one submission's worth. */
+    private static final int PATH_BUFFER = NativeReadEngine.PATH_BUF;
     private static final int FAILURE_PATH_MAX = 1 << 16;
     /** struct bfo_walk_stats: files, skipped, failures, reserved[5] (uint64 each). */
     private static final int WALK_STATS_SIZE = 8 * 8, WALK_STATS_SKIPPED = 8;

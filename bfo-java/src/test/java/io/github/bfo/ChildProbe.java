@@ -15,6 +15,8 @@ import java.util.List;
  * properties, another class path):
  * <ul>
  * <li>{@code read PATH...}: one line per entry, {@code status=N PATH EXCEPTION};</li>
+ * <li>{@code tree ROOT...}: readTree over the roots, one line per entry, {@code status=N PATH EXCEPTION SAME},
+ *     SAME telling whether the bytes (whole files only) are those of {@code Files.readAllBytes};</li>
  * <li>{@code load}: the native state and the engine a reader gets.</li>
  * </ul>
  */
@@ -34,10 +36,27 @@ public final class ChildProbe {
         for (int i = 1; i < args.length; i++) {
             paths.add(Path.of(args[i]));
         }
+        if (args[0].equals("tree")) {
+            tree(paths);
+            return;
+        }
         try (BatchFileReader r = BatchFileReader.builder().build(); FileBatch b = r.read(paths)) {
             for (FileData f : b) {
                 System.out.println("status=" + f.status() + " " + f.path() + " "
                         + (f.failure() == null ? "" : f.failure().getClass().getName()));
+            }
+        }
+    }
+
+    private static void tree(List<Path> roots) throws IOException {
+        // a small window: the walk's buffers go in over several submissions
+        try (BatchFileReader r = BatchFileReader.builder().windowFiles(128).build();
+             FileBatch b = r.readTree(roots.toArray(new Path[0]))) {
+            for (FileData f : b) {
+                String same = !f.isOk() ? "-" : java.util.Arrays.equals(f.bytes(), Files.readAllBytes(f.path()))
+                        ? "same" : "differs";
+                System.out.println("status=" + f.status() + " " + f.path() + " "
+                        + (f.failure() == null ? "" : f.failure().getClass().getName()) + " " + same);
             }
         }
     }

@@ -35,6 +35,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
@@ -243,15 +244,19 @@ class ReadTest {
             return;
         }
         // As root the file is readable: read it as nobody in a child JVM (setpriv), when possible.
-        org.junit.jupiter.api.Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/setpriv")), "no setpriv");
-        Path cp = ChildProbe.publicClassPath(dir.resolve("cp"));
-        String out = TestSupport.child(List.of("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"),
-                List.of("-Dbfo.native=" + System.getProperty("bfo.native", "true"),
-                        "-Djava.io.tmpdir=" + dir.resolve("cp")),
-                cp + "/classes:" + cp + "/jna.jar", "io.github.bfo.ChildProbe", "read", secret.toString(),
-                files.get(0).toString());
+        String out = probeAsNobody("read", secret.toString(), files.get(0).toString());
         assertTrue(out.contains("status=-13 " + secret + " java.nio.file.AccessDeniedException"), out);
         assertTrue(out.contains("status=0 " + files.get(0)), out);
+    }
+
+    /** ChildProbe's output for args, run as nobody in a child JVM with this run's engine (skips without setpriv). */
+    private static String probeAsNobody(String... args) throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/setpriv")), "no setpriv");
+        Path cp = ChildProbe.publicClassPath(dir.resolve("cp"));
+        return TestSupport.child(List.of("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"),
+                List.of("-Dbfo.native=" + System.getProperty("bfo.native", "true"),
+                        "-Djava.io.tmpdir=" + dir.resolve("cp")),
+                cp + "/classes:" + cp + "/jna.jar", "io.github.bfo.ChildProbe", args);
     }
 
     @Test
@@ -536,6 +541,126 @@ class ReadTest {
             assertEquals(2, all.size());
             assertTrue(all.stream().anyMatch(f -> f.isOk() && f.path().equals(files.get(0))));
             assertTrue(all.stream().anyMatch(f -> f.failure() instanceof NoSuchFileException));
+        }
+    }
+
+    /**
+     * readTree with libbfo hands the walk's buffers to the engine whole and
+     * makes each entry's path from its buffer only when asked: over a tree
+     * whose paths fill several walk buffers (each taken by the library over
+     * several submissions: windows of 128 files), with file roots before and
+     * after it, nested directories, symbolic links, a missing root and a
+     * directory that cannot be listed, every file is delivered once under
+     * its own path with the bytes of Files.readAllBytes, and the failures are
+     * entries. The directory is unreadable only to a user other than root:
+     * as root the same read runs again as nobody in a child JVM.
+     */
+    @Test
+    void readTreeOverSeveralWalkBuffersComparesEveryFile() throws Exception {
+        Path t = Files.createDirectories(dir.resolve("walked"));
+        Random rnd = new Random(37);
+        String pad = "p".repeat(150);   // long names: few files fill a walk buffer
+        long pathBytes = 0;
+        for (int i = 0; i < 1800; i++) {
+            Path f = t.resolve("d" + (i % 3) + pad).resolve("e" + (i % 2) + pad).resolve("f" + i);
+            TestSupport.write(f, TestSupport.random(rnd, rnd.nextInt(300)));
+            pathBytes += PathBytes.of(f).length + 1;
+        }
+        assertTrue(pathBytes > 2 * NativeReadEngine.PATH_BUF, "paths fill three walk buffers: " + pathBytes);
+        TestSupport.write(t.resolve("x/y/z/deep"), TestSupport.random(rnd, 5000));
+        Files.createSymbolicLink(t.resolve("x/linkfile"), files.get(9));
+        Files.createSymbolicLink(t.resolve("x/linkdir"), t.resolve("x/y"));
+        Files.createSymbolicLink(t.resolve("x/dangling"), t.resolve("x/none"));
+        Path locked = Files.createDirectories(t.resolve("x/locked"));
+        TestSupport.write(locked.resolve("inside"), new byte[] {4, 5, 6});
+        Path rootA = TestSupport.write(dir.resolve("rootA"), TestSupport.random(rnd, 777));
+        Path rootB = files.get(11);
+        Files.setPosixFilePermissions(locked, PosixFilePermissions.fromString("---------"));
+        try {
+            java.util.Set<Path> want = new java.util.HashSet<>(List.of(rootA, rootB));
+            try (var st = Files.walk(t)) {
+                st.filter(Files::isRegularFile).forEach(want::add);   // root: also locked/inside
+            }
+            boolean listable = Files.isReadable(locked);
+            try (BatchFileReader r = builder().build()) {
+                for (int round = 0; round < 2; round++) {   // the second after a batch closed half way
+                    Map<Path, FileData> got = new java.util.HashMap<>();
+                    List<FileData> failed = new ArrayList<>();
+                    java.util.Set<Long> indices = new java.util.HashSet<>();
+                    try (FileBatch b = r.readTree(rootA, t, missing, rootB)) {
+                        for (FileData f : b) {
+                            assertTrue(indices.add(f.index()), "index twice: " + f);
+                            if (!f.isOk()) {
+                                failed.add(f);
+                                continue;
+                            }
+                            assertTrue(f.isWhole(), f.toString());
+                            assertEquals(f.path().toString(), f.pathString());
+                            assertArrayEquals(Files.readAllBytes(f.path()), f.bytes(), f.pathString());
+                            assertNull(got.put(f.path(), f), "twice: " + f.path());
+                        }
+                    }
+                    java.util.Set<Path> expect = new java.util.HashSet<>(want);
+                    if (!listable) {
+                        expect.remove(locked.resolve("inside"));
+                    }
+                    assertEquals(expect, got.keySet());
+                    assertEquals(listable ? 1 : 2, failed.size(), failed.toString());
+                    assertTrue(failed.stream().anyMatch(f -> f.path().equals(missing)
+                            && f.failure() instanceof NoSuchFileException), failed.toString());
+                    assertTrue(listable || failed.stream().anyMatch(f -> f.path().equals(locked)
+                            && f.failure() instanceof AccessDeniedException), failed.toString());
+                    try (FileBatch b = r.readTree(t)) {   // half a batch, then the next round on the same reader
+                        for (int i = 0; i < 700 && b.hasNext(); i++) {
+                            b.next();
+                        }
+                    }
+                }
+            }
+            if (!TestSupport.isRoot()) {
+                return;
+            }
+            // As root the directory is listable: the same read as nobody, in a child JVM (setpriv), when possible.
+            String out = probeAsNobody("tree", rootA.toString(), t.toString(), missing.toString(), rootB.toString());
+            assertTrue(out.contains("status=-13 " + locked + " java.nio.file.AccessDeniedException -"), out);
+            assertTrue(out.contains("status=-2 " + missing + " java.nio.file.NoSuchFileException -"), out);
+            want.remove(locked.resolve("inside"));
+            for (Path p : want) {
+                assertTrue(out.contains("status=0 " + p + "  same\n"), p + " in\n" + out);
+            }
+            assertEquals(want.size() + 2, out.lines().filter(l -> l.startsWith("status=")).count(), out);
+        } finally {
+            Files.setPosixFilePermissions(locked, PosixFilePermissions.fromString("rwxr-xr-x"));
+        }
+    }
+
+    /** readPacked over more paths than one submission holds, and one path longer than the submit buffer. */
+    @ParameterizedTest
+    @EnumSource(value = BatchFileReader.Engine.class, names = {"AUTO", "JAVA"})
+    void readPackedOverSeveralSubmissions(BatchFileReader.Engine engine) throws IOException {
+        List<Path> paths = new ArrayList<>();
+        java.io.ByteArrayOutputStream packed = new java.io.ByteArrayOutputStream();
+        for (int i = 0; packed.size() <= 3 * NativeReadEngine.PATH_BUF; i++) {
+            Path p = i == 1000 ? Path.of("/" + "n/".repeat(NativeReadEngine.PATH_BUF) + "x") : files.get(i % 40);
+            paths.add(p);
+            packed.write(PathBytes.of(p));
+            packed.write(0);
+        }
+        try (BatchFileReader r = builder().engine(engine).build(); FileBatch b = r.readPacked(packed.toByteArray())) {
+            int n = 0;
+            for (FileData f : b) {
+                Path p = paths.get((int) f.index());
+                assertEquals(p, f.path(), "path of index " + f.index());
+                if (f.index() == 1000) {
+                    assertFalse(f.isOk(), f.toString());   // too long a name for the kernel
+                } else {
+                    assertTrue(f.isOk() && f.isWhole(), f.toString());
+                    assertArrayEquals(Files.readAllBytes(p), f.bytes(), p.toString());
+                }
+                n++;
+            }
+            assertEquals(paths.size(), n);
+            assertEquals(paths.size(), b.stats().files());
         }
     }
 
