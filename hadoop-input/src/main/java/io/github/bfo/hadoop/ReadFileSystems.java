@@ -85,12 +85,17 @@ final class ReadFileSystems implements Closeable {
         if (!"hdfs".equalsIgnoreCase(path.toUri().getScheme()) || userSet(PEER_CACHE) || userSet(CLIENT_CONTEXT)) {
             return path.getFileSystem(conf);
         }
+        FileSystem fs = FileSystem.newInstance(path.toUri(), ownConf());
+        own.add(fs);
+        return fs;
+    }
+
+    /** The configuration of the hdfs: instances this reader makes: its peer cache, in its client context. */
+    Configuration ownConf() {
         Configuration c = new Configuration(conf);
         c.setInt(PEER_CACHE, peers);
         c.set(CLIENT_CONTEXT, "bfo-reads-" + peers);   // a context per capacity: the first client sizes its cache
-        FileSystem fs = FileSystem.newInstance(path.toUri(), c);
-        own.add(fs);
-        return fs;
+        return c;
     }
 
     /** Whether key was set by the user (anything but Hadoop's *-default.xml resources). */

@@ -236,11 +236,8 @@ class BfoHdfsReadTest extends SparkTestBase {
             java.util.List<Row> rows = b.collectAsList();
             int made = CountingSocketFactory.made() - before;
             assertEquals(files, rows.size());
-            // the client context the tasks' readers share ("bfo-reads-" and its capacity)
-            org.apache.hadoop.conf.Configuration c = new org.apache.hadoop.conf.Configuration(hc);
-            int peers = BfoReadFileSystems.peerCapacity(23);
-            c.setInt(BfoReadFileSystems.PEER_CACHE, peers);
-            c.set(BfoReadFileSystems.CLIENT_CONTEXT, "bfo-reads-" + peers);
+            // an instance in the client context the tasks' readers share
+            org.apache.hadoop.conf.Configuration c = new BfoReadFileSystems(hc, 23).ownConf();
             try (FileSystem same = FileSystem.newInstance(java.net.URI.create(dfs.uri()), c)) {
                 int kept = ((org.apache.hadoop.hdfs.DistributedFileSystem) same).getClient().getClientContext()
                         .getPeerCache().size();
