@@ -28,6 +28,23 @@ struct hashing {                /* a file arriving in pieces (SCAN_HASH) */
 	XXH3_state_t *st;
 };
 
+/* One walk batch's entries and where its regular files' results go. */
+struct sbatch {
+	struct scan_ent *e;
+	size_t n, cap;
+	size_t *slot;               /* read index - base -> entry */
+	size_t nslot;
+	char **paths;               /* the regular files' paths, for the engine */
+	uint64_t base;              /* read index of the batch's first regular file */
+	size_t pending;             /* regular files whose last result has not come */
+};
+
+/*
+ * Two batches: the one handed out (out) and the next one (ahead), whose
+ * files the read engine already has while the caller works through out, so
+ * that the engine's metadata phase never waits on the caller's work nor the
+ * caller on a window forming.
+ */
 struct scan {
 	struct walk *walk;
 	struct bfo_ctx *ctx;
@@ -35,15 +52,12 @@ struct scan {
 	size_t rootlen;
 	bool (*skip)(void *arg, const char *rel, bool dir);
 	void *arg;
-	struct scan_ent *e;         /* the batch handed out */
-	size_t n, cap;
-	size_t *slot;               /* read index - base -> entry */
-	size_t nslot, capslot;
-	uint64_t base;              /* read index of the batch's first regular file */
+	struct sbatch b[2];
+	struct sbatch *out, *ahead;
+	bool primed, walked;        /* the first batch taken; the walk over */
 	uint64_t submitted;         /* paths given to the read engine in all */
 	struct hashing *pieces;
 	size_t npieces;
-	bool reading;
 };
 
 static bool walk_skip(void *arg, const char *path, bool dir)
@@ -88,6 +102,8 @@ int scan_start(struct scan **out, const char *root, const struct bfo_opts *ro, u
 		free(s);
 		return -ENOMEM;
 	}
+	s->out = &s->b[0];
+	s->ahead = &s->b[1];
 	*out = s;
 	return 0;
 }
@@ -139,15 +155,26 @@ static void piece_done(struct scan *s, uint64_t index)
 		}
 }
 
+/* The batch a read index belongs to, or NULL. */
+static struct sbatch *batch_of(struct scan *s, uint64_t index)
+{
+	for (int i = 0; i < 2; i++)
+		if (index >= s->b[i].base && index - s->b[i].base < s->b[i].nslot)
+			return &s->b[i];
+	return NULL;
+}
+
 /* One result of the read engine into its entry. */
 static void take(struct scan *s, const struct bfo_file *f)
 {
+	struct sbatch *b = batch_of(s, f->index);
 	struct scan_ent *e;
 	bool last = f->flags & BFO_FILE_LAST;
 
-	if (f->index < s->base || f->index - s->base >= s->nslot)
+	if (!b)
 		return;
-	e = &s->e[s->slot[f->index - s->base]];
+	b->pending -= last && b->pending;
+	e = &b->e[b->slot[f->index - b->base]];
 	if (f->status < 0) {
 		e->status = f->status;
 		piece_done(s, f->index);
@@ -174,12 +201,18 @@ static void take(struct scan *s, const struct bfo_file *f)
 	}
 }
 
-/* Results until *pending of them (entries, not pieces) came. */
-static int collect(struct scan *s, size_t *pending, int timeout_ms)
+static size_t pending(const struct scan *s, const struct sbatch *b)
+{
+	return b ? b->pending : s->b[0].pending + s->b[1].pending;
+}
+
+/* Results until all of b's came (b NULL: while any is pending; a timeout
+ * of 0 or more: one wait of that long, then what is there). */
+static int collect(struct scan *s, const struct sbatch *b, int timeout_ms)
 {
 	struct bfo_file f[256];
 
-	while (*pending) {
+	while (pending(s, b)) {
 		int k = bfo_read_wait(s->ctx, f, 256, timeout_ms);
 
 		if (k == -ETIME)
@@ -188,10 +221,8 @@ static int collect(struct scan *s, size_t *pending, int timeout_ms)
 			return k;
 		if (k <= 0)
 			return -EIO;         /* the engine has nothing more: lost results */
-		for (int i = 0; i < k; i++) {
+		for (int i = 0; i < k; i++)
 			take(s, &f[i]);
-			*pending -= (f[i].flags & BFO_FILE_LAST) != 0;
-		}
 		bfo_read_release(s->ctx, f, (unsigned)k);
 		if (timeout_ms > 0)
 			timeout_ms = 0;       /* (-1: until all came) */
@@ -221,77 +252,111 @@ static void other(struct scan_ent *e, const struct walk_file *w)
 	}
 }
 
-static void batch_free(struct scan *s)
+static void batch_free(struct sbatch *b)
 {
-	for (size_t i = 0; i < s->n; i++) {
-		free(s->e[i].path);
-		free(s->e[i].target);
+	for (size_t i = 0; i < b->n; i++) {
+		free(b->e[i].path);
+		free(b->e[i].target);
 	}
-	s->n = 0;
+	b->n = b->nslot = 0;
+	b->pending = 0;
 }
 
-long scan_next(struct scan *s, struct scan_ent **ents)
+/* Give the engine b's regular files (their results come in later). */
+static int submit(struct scan *s, struct sbatch *b)
+{
+	size_t done = 0;
+
+	for (size_t i = 0; i < b->nslot; i++)
+		b->paths[i] = b->e[b->slot[i]].path;
+	while (done < b->nslot) {
+		unsigned k = b->nslot - done > 65536 ? 65536 : (unsigned)(b->nslot - done);
+		int ret = bfo_read_submit(s->ctx, (const char *const *)b->paths + done, k);
+
+		if (ret < 0)
+			return ret;
+		done += (size_t)ret;
+		b->pending += (size_t)ret;
+		s->submitted += (size_t)ret;
+		bfo_read_flush(s->ctx);
+		/* the read engine's queue is full: take results first */
+		if (!ret && (ret = collect(s, NULL, 10)) < 0)
+			return ret;
+	}
+	return 0;
+}
+
+/* The walk's next batch into b, its regular files given to the read engine.
+ * Returns 0 (b->n 0: the walk is over) or -errno. */
+static int fill(struct scan *s, struct sbatch *b)
 {
 	struct walk_file *w;
-	size_t n, pending = 0;
-	int ret = 0;
+	size_t n = walk_next(s->walk, &w);
 
-	batch_free(s);
-	n = walk_next(s->walk, &w);
-	if (!n)
+	if (!n) {
+		s->walked = true;
 		return 0;
-	if (n > s->cap || n > s->capslot) {
-		struct scan_ent *e = realloc(s->e, n * sizeof(*e));
-		size_t *sl = e ? realloc(s->slot, n * sizeof(*sl)) : NULL;
+	}
+	if (n > b->cap) {
+		struct scan_ent *e = realloc(b->e, n * sizeof(*e));
+		size_t *sl = e ? realloc(b->slot, n * sizeof(*sl)) : NULL;
+		char **pa = sl ? realloc(b->paths, n * sizeof(*pa)) : NULL;
 
 		if (e)
-			s->e = e;
+			b->e = e;
 		if (sl)
-			s->slot = sl;
-		if (!e || !sl)
+			b->slot = sl;
+		if (pa)
+			b->paths = pa;
+		if (!pa)
 			return -ENOMEM;
-		s->cap = s->capslot = n;
+		b->cap = n;
 	}
 	dirhint_adopt(s->ctx, walk_take_lists(s->walk));
-	s->base = s->submitted;
-	s->nslot = 0;
+	b->base = s->submitted;
 	for (size_t i = 0; i < n; i++) {
-		struct scan_ent *e = &s->e[i];
+		struct scan_ent *e = &b->e[i];
 
 		/* the walk's path is taken over: it frees it no more */
 		*e = (struct scan_ent){ .path = w[i].path, .type = w[i].type };
 		w[i].path = NULL;
 		e->rel = e->path + s->rootlen + (e->path[s->rootlen] == '/');
-		s->n = i + 1;
-		if (w[i].type != DT_REG) {
+		b->n = i + 1;
+		if (w[i].type == DT_REG)
+			b->slot[b->nslot++] = i;
+		else
 			other(e, &w[i]);
-			continue;
-		}
-		/* the read engine's queue may be full: take results first */
-		while (!ret && (ret = bfo_read_submit(s->ctx, (const char *const *)&e->path, 1)) == 0) {
-			bfo_read_flush(s->ctx);
-			ret = collect(s, &pending, 10);
-		}
-		if (ret < 0)
-			break;
-		ret = 0;
-		s->reading = true;
-		s->slot[s->nslot++] = i;
-		s->submitted++;
-		pending++;
 	}
-	if (!ret && pending) {
-		bfo_read_flush(s->ctx);
-		ret = collect(s, &pending, -1);
+	return submit(s, b);
+}
+
+long scan_next(struct scan *s, struct scan_ent **ents)
+{
+	struct sbatch *b;
+	int ret = 0;
+
+	batch_free(s->out);
+	if (!s->primed) {
+		s->primed = true;
+		ret = fill(s, s->ahead);
 	}
+	b = s->ahead;
+	s->ahead = s->out;
+	s->out = b;
+	if (!ret && !b->n)
+		return 0;
+	if (!ret && !s->walked)
+		ret = fill(s, s->ahead);
+	if (!ret)
+		ret = collect(s, b, -1);
 	if (ret < 0)
 		return ret;
 	/* (a result that never came is a failure, never an entry of no kind) */
-	for (size_t i = 0; i < s->nslot; i++)
-		if (!s->e[s->slot[i]].status && !s->e[s->slot[i]].st.st_mode)
-			s->e[s->slot[i]].status = -EIO;
-	*ents = s->e;
-	return (long)s->n;
+	for (size_t i = 0; i < b->nslot; i++)
+		if (!b->e[b->slot[i]].status && !b->e[b->slot[i]].st.st_mode)
+			b->e[b->slot[i]].status = -EIO;
+	*ents = b->e;
+	return (long)b->n;
 }
 
 bool scan_failure(struct scan *s, char **path, int *status)
@@ -303,7 +368,6 @@ void scan_end(struct scan *s, struct bfo_stats *st)
 {
 	if (!s)
 		return;
-	batch_free(s);
 	walk_end(s->walk, NULL, NULL);
 	if (st)
 		bfo_read_stats(s->ctx, st);
@@ -311,7 +375,11 @@ void scan_end(struct scan *s, struct bfo_stats *st)
 	for (size_t i = 0; i < s->npieces; i++)
 		XXH3_freeState(s->pieces[i].st);
 	free(s->pieces);
-	free(s->e);
-	free(s->slot);
+	for (int i = 0; i < 2; i++) {
+		batch_free(&s->b[i]);
+		free(s->b[i].e);
+		free(s->b[i].slot);
+		free(s->b[i].paths);
+	}
 	free(s);
 }

@@ -5,7 +5,8 @@
  * and the regular files' metadata comes from the read engine's metadata
  * phase (BFO_READ_METADATA_ONLY: the inode tables on the device where the
  * raw engine may read them, io_uring statx otherwise), a walk batch at a
- * time in inode order, never from an lstat per file.  Directories come
+ * time in inode order, never from an lstat per file.  The engine has the
+ * next batch while the caller works through one.  Directories come
  * with the lstat the walk took before reading them, other entries (links,
  * special files: few) with an lstat of their own.
  *
