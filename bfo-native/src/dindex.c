@@ -315,6 +315,39 @@ struct dent *dindex_get(struct dindex *ix, const char *path)
 	return NULL;
 }
 
+uint64_t dindex_key(const char *path)
+{
+	return XXH3_64bits(path, strlen(path));
+}
+
+void dindex_prefetch(const struct dindex *ix, const uint64_t *keys, size_t n)
+{
+	size_t mask;
+
+	if (!ix || !ix->tabsize)
+		return;
+	mask = ix->tabsize - 1;
+	for (size_t i = 0; i < n; i++)
+		__builtin_prefetch(&ix->tab[keys[i] & mask]);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t v = ix->tab[keys[i] & mask];
+
+		if (v) {
+			const char *d = (const char *)&ix->e[v - 1];
+
+			__builtin_prefetch(d);
+			__builtin_prefetch(d + 64);
+			__builtin_prefetch(d + sizeof(struct dent) - 1);
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint32_t v = ix->tab[keys[i] & mask];
+
+		if (v)
+			__builtin_prefetch(ix->names + ix->e[v - 1].path);
+	}
+}
+
 const char *dindex_path(const struct dindex *ix, const struct dent *d)
 {
 	return ix->names + d->path;

@@ -89,6 +89,8 @@ struct rx {
 	uint8_t *wants;             /* a WANT frame's bytes */
 	size_t capwants;
 	struct wire_ldec *ldec;     /* a LIST frame's decoder */
+	uint64_t *keys;             /* its records' index keys (dindex_prefetch) */
+	size_t capkeys;
 };
 
 

@@ -115,6 +115,35 @@ static void lent_of(struct lent *e, uint16_t src, uint32_t type, const char *pat
 	e->st.st_gid = gid;
 }
 
+/* The index's memory for a frame's records brought in before they are
+ * decided one by one (a first pass of the decoder; what it finds wrong the
+ * second pass reports). */
+static void prefetch_list(struct rx *x, struct slot *s)
+{
+	struct sync *y = &x->c->sync;
+	struct wire_lent w;
+	const char *why;
+	char buf[BFO_WPATH_MAX];
+	uint32_t n = 0;
+
+	if (!y->ix)
+		return;
+	if (s->f.count > x->capkeys) {
+		uint64_t *k = realloc(x->keys, s->f.count * sizeof(*k));
+
+		if (!k)
+			return;
+		x->keys = k;
+		x->capkeys = s->f.count;
+	}
+	if (wire_list_begin(x->ldec, s->buf + WIRE_HEAD_LEN, &s->f, x->nsources,
+			    x->flags & WIRE_F_CHECKSUM, &why))
+		return;
+	while (n < s->f.count && !wire_list_next(x->ldec, &w, &why))
+		x->keys[n++] = dindex_key(sync_dest(y, x->ldec->src, w.path, buf, sizeof(buf)));
+	dindex_prefetch(y->ix, x->keys, n);
+}
+
 int rx_on_list(struct rx *x, struct slot *s)
 {
 	struct bfo_copier *c = x->c;
@@ -134,6 +163,7 @@ int rx_on_list(struct rx *x, struct slot *s)
 		x->capwants = 12 * (size_t)s->f.count;
 	}
 	copy_sync_index(c);
+	prefetch_list(x, s);
 	ret = wire_list_begin(x->ldec, s->buf + WIRE_HEAD_LEN, &s->f, x->nsources,
 			      x->flags & WIRE_F_CHECKSUM, &why);
 	for (uint32_t i = 0; !ret && i < s->f.count; i++) {
@@ -280,5 +310,6 @@ void rx_sync_free(struct rx *x)
 	wire_out_free(&x->back);
 	free(x->items);
 	free(x->wants);
+	free(x->keys);
 	free(x->ldec);
 }

@@ -111,8 +111,16 @@ void lbatch_free(struct lbatch *b)
 const char *sync_dest(const struct sync *y, uint16_t src, const char *rel, char *buf, size_t len)
 {
 	const char *pre = src < y->nsrc ? y->prefix[src] : "";
+	size_t pl = strlen(pre), rl = strlen(rel), sep = *pre && *rel;
 
-	snprintf(buf, len, "%s%s%s", pre, *pre && *rel ? "/" : "", rel);
+	/* (once per list record: no format parsed) */
+	if (pl + sep + rl >= len) {
+		snprintf(buf, len, "%s%s%s", pre, sep ? "/" : "", rel);
+		return buf;
+	}
+	memcpy(buf, pre, pl);
+	buf[pl] = '/';
+	memcpy(buf + pl + sep, rel, rl + 1);
 	return buf;
 }
 
