@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 from . import util
-from .remote import _kill_pids, _ns_pids, _pid_alive
+from .remote import _kill_pids, _ns_pids, pid_alive
 
 NS_PREFIX = "bfo-lat-"
 PREFIX = 30
@@ -88,7 +88,7 @@ def clean_stale():
     for line in (r.stdout or "").splitlines():
         name = line.split()[0] if line.split() else ""
         m = re.fullmatch(re.escape(NS_PREFIX) + r"(\d+)", name)
-        if not m or _pid_alive(int(m.group(1))):
+        if not m or pid_alive(int(m.group(1))):
             continue
         util.warn(f"removing network namespace {name} left by an earlier run")
         _kill_pids(_ns_pids(name), f"namespace {name}")

@@ -51,7 +51,7 @@ SSHD = "/usr/sbin/sshd"
 USER = "root"
 
 
-def _pid_alive(pid):
+def pid_alive(pid):
     """A process with this PID exists and is not a zombie."""
     try:
         os.kill(pid, 0)
@@ -82,10 +82,10 @@ def _kill_pids(pids, what):
         except ProcessLookupError:
             pass
     deadline = time.monotonic() + 3
-    while time.monotonic() < deadline and any(_pid_alive(p) for p in pids):
+    while time.monotonic() < deadline and any(pid_alive(p) for p in pids):
         time.sleep(0.05)
     for p in pids:
-        if _pid_alive(p):
+        if pid_alive(p):
             util.warn(f"{what}: PID {p} still running after SIGTERM; SIGKILL")
             try:
                 os.kill(p, signal.SIGKILL)
@@ -97,7 +97,7 @@ def clean_stale(workdir):
     """Remove namespaces (and key directories) of earlier M2 runs whose process is gone (killed with SIGKILL)."""
     for d in Path(workdir).glob("m2-ssh-*"):
         m = re.fullmatch(r"m2-ssh-(\d+)", d.name)
-        if m and not _pid_alive(int(m.group(1))):
+        if m and not pid_alive(int(m.group(1))):
             shutil.rmtree(d, ignore_errors=True)
     if not util.which("ip"):
         return
@@ -105,7 +105,7 @@ def clean_stale(workdir):
     for line in (r.stdout or "").splitlines():
         name = line.split()[0] if line.split() else ""
         m = re.fullmatch(re.escape(NS_PREFIX) + r"(\d+)", name)
-        if not m or _pid_alive(int(m.group(1))):
+        if not m or pid_alive(int(m.group(1))):
             continue
         util.warn(f"removing network namespace {name} left by an earlier M2 run")
         _kill_pids(_ns_pids(name), f"namespace {name}")

@@ -20,6 +20,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -84,37 +85,50 @@ def _loop_backings():
     return out
 
 
+def _owner_alive(name):
+    """Whether the process whose PID ends name (mnt-KEY-PID, KEY.tmpPID.img, scratch-PID,
+    bfo-snapshot-PID) still runs: then what it made is in use, not left over. A name without a PID
+    has no owner here."""
+    from . import remote
+    m = re.search(r"(?:mnt-.*-|\.tmp|scratch-|bfo-snapshot-)(\d+)(?:\.img)?$", name)
+    return bool(m) and remote.pid_alive(int(m.group(1)))
+
+
 def clean_stale(workdir):
+    """Unmount, detach and delete what runs that ended without cleaning up left in workdir; what a
+    running process made (another bench, a bed kept up by hand) is left alone."""
     from . import remote
     remote.clean_stale(workdir)      # M2's namespace and sshd first: what ran there may hold a mount busy
     wd = str(Path(workdir).resolve())
     with open("/proc/self/mounts") as f:
-        mounts = [line.split()[1] for line in f]
-    for mnt in reversed(mounts):
+        mounts = [line.split()[:2] for line in f]
+    for dev, mnt in reversed(mounts):
         m = mnt.replace("\\040", " ")
-        if m.startswith(wd + "/mnt-"):
+        if m.startswith(wd + "/mnt-") and not _owner_alive(m):
             util.warn(f"unmounting leftover {m} from an earlier run")
             _umount(m)
             try:
                 os.rmdir(m)
             except OSError:
                 pass
+    with open("/proc/self/mounts") as f:
+        mounted = {line.split()[0] for line in f}
     for dev, backing in _loop_backings().items():
-        if backing.startswith(wd + "/"):
+        if backing.startswith(wd + "/") and dev not in mounted and not _owner_alive(backing):
             util.warn(f"detaching leftover {dev} ({backing}) from an earlier run")
             util.run(["losetup", "-d", dev])
     for img in Path(wd).glob("*.tmp*.img"):
-        util.warn(f"deleting leftover image {img}")
-        img.unlink()
+        if not _owner_alive(img.name):
+            util.warn(f"deleting leftover image {img}")
+            img.unlink()
     for d in Path(wd).glob("mnt-*"):
         try:
             d.rmdir()
         except OSError:
             pass
-    for d in Path(wd).glob("scratch-*"):
-        shutil.rmtree(d, ignore_errors=True)
-    for d in Path(wd).glob("bin/bfo-snapshot-*"):
-        shutil.rmtree(d, ignore_errors=True)
+    for d in list(Path(wd).glob("scratch-*")) + list(Path(wd).glob("bin/bfo-snapshot-*")):
+        if not _owner_alive(d.name):
+            shutil.rmtree(d, ignore_errors=True)
 
 
 def _umount(mnt):
