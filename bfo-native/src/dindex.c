@@ -25,6 +25,7 @@
 
 struct dindex {
 	struct dent *e;
+	uint64_t *key;              /* each entry's path's key (dindex_key): a rehash reads no name */
 	size_t n, cap;
 	char *names;                /* offset 0 holds "": no name */
 	size_t nlen, ncap;
@@ -84,8 +85,7 @@ static int rehash(struct dindex *ix)
 	ix->tab = t;
 	ix->tabsize = size;
 	for (size_t i = 0; i < ix->n; i++) {
-		const char *p = ix->names + ix->e[i].path;
-		size_t h = slot_of(ix, p, strlen(p));
+		size_t h = ix->key[i] & (size - 1);
 
 		while (t[h])
 			h = (h + 1) & (size - 1);
@@ -94,19 +94,27 @@ static int rehash(struct dindex *ix)
 	return 0;
 }
 
-static size_t name_put(struct dindex *ix, const char *s, size_t len)
+/* Room for len more bytes (and a NUL) in the names; false: no memory. */
+static bool names_room(struct dindex *ix, size_t len)
 {
-	size_t at;
-
 	if (ix->nlen + len + 1 > ix->ncap) {
 		size_t c = MAX(ix->ncap * 2, ix->nlen + len + 1 + 65536);
 		char *p = realloc(ix->names, c);
 
 		if (!p)
-			return 0;
+			return false;
 		ix->names = p;
 		ix->ncap = c;
 	}
+	return true;
+}
+
+static size_t name_put(struct dindex *ix, const char *s, size_t len)
+{
+	size_t at;
+
+	if (!names_room(ix, len))
+		return 0;
 	at = ix->nlen;
 	memcpy(ix->names + at, s, len);
 	ix->names[at + len] = '\0';
@@ -115,11 +123,12 @@ static size_t name_put(struct dindex *ix, const char *s, size_t len)
 }
 
 /* An entry for path (prefix/rel) with st (full: the path to read its
- * xattrs at, with DINDEX_XATTRS); -ENOMEM or 0. */
+ * xattrs at, with DINDEX_XATTRS); -ENOMEM or 0.  Its path is joined in
+ * the names, where it stays: nothing allocated per entry. */
 static int add(struct dindex *ix, const char *prefix, const char *rel, uint16_t src,
 	       const struct scan_ent *se, const char *full, unsigned flags)
 {
-	size_t pl = strlen(prefix), rl = strlen(rel), h;
+	size_t pl = strlen(prefix), rl = strlen(rel), len = pl + (pl && rl) + rl, h;
 	struct dent *d;
 	char *path;
 
@@ -130,15 +139,18 @@ static int add(struct dindex *ix, const char *prefix, const char *rel, uint16_t 
 	if (ix->n == ix->cap) {
 		size_t c = ix->cap ? ix->cap * 2 : 4096;
 		struct dent *e = realloc(ix->e, c * sizeof(*e));
+		uint64_t *k = e ? realloc(ix->key, c * sizeof(*k)) : NULL;
 
-		if (!e)
+		if (e)
+			ix->e = e;
+		if (!k)
 			return -ENOMEM;
-		ix->e = e;
+		ix->key = k;
 		ix->cap = c;
 	}
-	path = malloc(pl + rl + 2);
-	if (!path)
+	if (!names_room(ix, len))
 		return -ENOMEM;
+	path = ix->names + ix->nlen;
 	memcpy(path, prefix, pl);
 	path[pl] = '/';
 	memcpy(path + (pl && rl ? pl + 1 : pl), rel, rl + 1);
@@ -148,18 +160,14 @@ static int add(struct dindex *ix, const char *prefix, const char *rel, uint16_t 
 			    .mtime_sec = se->st.st_mtim.tv_sec, .mtime_nsec = (uint32_t)se->st.st_mtim.tv_nsec,
 			    .nlink = (uint32_t)se->st.st_nlink, .size = (uint64_t)se->st.st_size,
 			    .ino = se->st.st_ino, .dev = se->st.st_dev, .rdev = se->st.st_rdev,
-			    .hash = se->hash };
+			    .hash = se->hash, .path = ix->nlen };
+	ix->nlen += len + 1;
+	ix->key[ix->n] = XXH3_64bits(path, len);
 	if (se->type == DT_DIR && (flags & DINDEX_XATTRS) && full)
 		d->xhash = sync_xattrs_hash(full);
-	d->path = name_put(ix, path, strlen(path));
-	if (se->target)
-		d->target = name_put(ix, se->target, strlen(se->target));
-	if (!d->path || (se->target && !d->target)) {
-		free(path);
+	if (se->target && !(d->target = name_put(ix, se->target, strlen(se->target))))
 		return -ENOMEM;
-	}
-	h = slot_of(ix, path, strlen(path));
-	free(path);
+	h = ix->key[ix->n] & (ix->tabsize - 1);
 	while (ix->tab[h])
 		h = (h + 1) & (ix->tabsize - 1);
 	ix->tab[h] = (uint32_t)(++ix->n);
@@ -378,6 +386,7 @@ void dindex_free(struct dindex *ix)
 	if (!ix)
 		return;
 	free(ix->e);
+	free(ix->key);
 	free(ix->names);
 	free(ix->tab);
 	free(ix);
