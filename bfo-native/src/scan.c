@@ -95,7 +95,7 @@ int scan_start(struct scan **out, const char *root, const struct bfo_opts *ro, u
 	/* The walk keeps its listings for the read engine, which then takes
 	 * the files' inode numbers from them (raw: no directory read twice). */
 	s->walk = walk_start_skip(root, SCAN_THREADS, SCAN_BATCH,
-				  WALK_SORT | WALK_NOFOLLOW | WALK_ALL | WALK_LISTS,
+				  WALK_SORT | WALK_NOFOLLOW | WALK_ALL | WALK_LISTS | WALK_QUICK,
 				  skip ? walk_skip : NULL, s);
 	if (!s->walk) {
 		bfo_ctx_destroy(s->ctx);

@@ -35,6 +35,7 @@ struct walk {
 	size_t nout;
 	struct walk_file *spare;    /* the sort's other buffer (made on first use) */
 	size_t cap;
+	size_t want;                /* entries a batch is handed out at (WALK_QUICK: fewer, first) */
 	bool sort, nofollow, all, stop;
 	bool lists_on;              /* WALK_LISTS */
 	struct dirlist *lists;      /* made since the last walk_take_lists */
@@ -138,7 +139,7 @@ static void add_file_locked(struct walk *w, ino_t ino, unsigned char type, char 
 	w->fill[w->nfill].type = type;
 	w->fill[w->nfill].st = st;
 	w->fill[w->nfill++].path = path;
-	if (w->nfill == w->cap)
+	if (w->nfill == w->want)
 		pthread_cond_broadcast(&w->cond);
 }
 
@@ -328,6 +329,7 @@ struct walk *walk_start_skip(const char *root, unsigned nthreads, size_t batch_c
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->cond, NULL);
 	w->cap = batch_cap ? batch_cap : 1;
+	w->want = flags & WALK_QUICK && w->cap >= 8 ? w->cap / 8 : w->cap;
 	w->sort = flags & WALK_SORT;
 	w->nofollow = flags & WALK_NOFOLLOW;
 	w->all = flags & WALK_ALL;
@@ -370,8 +372,9 @@ size_t walk_next(struct walk *w, struct walk_file **files)
 	}
 	w->nout = 0;
 	pthread_mutex_lock(&w->lock);
-	while (w->nfill < w->cap && !walk_done_locked(w))
+	while (w->nfill < w->want && !walk_done_locked(w))
 		pthread_cond_wait(&w->cond, &w->lock);
+	w->want = w->cap;
 	/* Swap: the threads go on filling while this batch is used. */
 	t = w->out;
 	w->out = w->fill;

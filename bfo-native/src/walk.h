@@ -26,6 +26,9 @@ struct walk_file {
 				   as links (for copies): nothing is skipped */
 #define WALK_LISTS    (1u << 3) /* keep each directory's listing (dirlist.h)
 				   for walk_take_lists, up to WALK_LISTS_BYTES */
+#define WALK_QUICK    (1u << 4) /* the first batch is handed out at an eighth
+				   of batch_cap: a caller with a pipeline of
+				   its own starts it sooner */
 
 struct walk;
 
