@@ -67,7 +67,9 @@ enum bfo_engine {
 enum bfo_order {
 	/* physical order (FIEMAP) on rotational devices, inode order without
 	 * any FIEMAP call elsewhere: mapping every file costs more than it
-	 * saves on flash. */
+	 * saves on flash.  On a rotational device a window of 1,024 files or
+	 * more maps every 8th file first and keeps inode order when that
+	 * sample shows it is physical order already. */
 	BFO_ORDER_AUTO = 0,
 	BFO_ORDER_INODE = 1,
 	BFO_ORDER_PHYSICAL = 2,

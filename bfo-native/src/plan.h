@@ -64,6 +64,8 @@ struct entry {
 	bool in_group;             /* counted in a group's open files */
 	bool raw_bad;              /* a region read failed: read it per file */
 	bool pseudo;               /* read to EOF, whatever size says (see PSEUDO_FIRST) */
+	bool want_key;             /* physical sort key not taken yet (plan.c, KEY_SAMPLE) */
+	bool phys_key;             /* sort_key is first_phys, for a per-file engine */
 	uint32_t ext_first, ext_count;
 	uint32_t pending;          /* raw segments not yet copied */
 	uint32_t group;
@@ -158,6 +160,8 @@ struct window {
 	struct ptask *tasks;
 	uint32_t ntasks;
 	atomic_uint tasks_left;
+	bool key_sample;           /* auto order: FIEMAP a sample first (KEY_SAMPLE) */
+	bool key_pass;             /* its second pass (the other files' keys) runs */
 	uint64_t t_plan_start;
 	/* the plan */
 	struct fext *ext;

@@ -22,6 +22,9 @@ struct bfo_test_hooks {
 	void (*after_hint)(void *arg, uint32_t nfiles);
 	void (*after_plan)(void *arg, uint32_t nfiles);
 	void (*after_data)(void *arg, const char *path);
+	/* after_keys: a window's sample of physical keys decided whether the
+	 * other files' keys are wanted (plan.c, KEY_SAMPLE); on a pool thread */
+	void (*after_keys)(void *arg, uint32_t sampled, bool wanted);
 	bool (*hold_retire)(void *arg);
 	/* fd_retry: an open of libbfo's met EMFILE or ENFILE and is tried
 	 * again once a descriptor of libbfo's is closed (fdlimit.c, the
