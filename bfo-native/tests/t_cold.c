@@ -55,9 +55,10 @@ static void write_synced(const char *path, uint64_t size, uint64_t seed)
 }
 
 /*
- * NFWD files of one directory and one size, written in order on one CPU,
- * then synced: ext4 places small files from per-CPU pools (mballoc's
- * locality groups), and files of mixed sizes fill holes left behind.
+ * NFWD files of one directory and one size, each written and synced in
+ * order on one CPU: ext4 places small files from per-CPU pools (mballoc's
+ * locality groups; a sync() would leave that to the flusher threads, on
+ * any CPU), and files of mixed sizes fill holes left behind.
  */
 static void write_forward(const char *mnt, char **paths)
 {
@@ -73,9 +74,8 @@ static void write_forward(const char *mnt, char **paths)
 		t_log("cannot pin to one CPU: %s", strerror(errno));
 	for (int i = 0; i < NFWD; i++) {
 		paths[i] = t_pathf("%s/file%05d", dir, i);
-		t_write_random(paths[i], 3500, (uint64_t)(NFILES + NREV + i));
+		write_synced(paths[i], 3500, (uint64_t)(NFILES + NREV + i));
 	}
-	sync();
 	sched_setaffinity(0, sizeof(was), &was);
 	free(dir);
 }
