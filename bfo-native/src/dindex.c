@@ -69,9 +69,15 @@ static bool skip(void *arg, const char *rel, bool dir)
 	return out;
 }
 
-static size_t slot_of(const struct dindex *ix, const char *path, size_t len)
+/* A path's key (dindex_key), and the table slot a key's probe starts at. */
+static uint64_t key_of(const char *path, size_t len)
 {
-	return (size_t)XXH3_64bits(path, len) & (ix->tabsize - 1);
+	return XXH3_64bits(path, len);
+}
+
+static size_t slot_of(const struct dindex *ix, uint64_t key)
+{
+	return (size_t)key & (ix->tabsize - 1);
 }
 
 static int rehash(struct dindex *ix)
@@ -85,7 +91,7 @@ static int rehash(struct dindex *ix)
 	ix->tab = t;
 	ix->tabsize = size;
 	for (size_t i = 0; i < ix->n; i++) {
-		size_t h = ix->key[i] & (size - 1);
+		size_t h = slot_of(ix, ix->key[i]);
 
 		while (t[h])
 			h = (h + 1) & (size - 1);
@@ -162,12 +168,12 @@ static int add(struct dindex *ix, const char *prefix, const char *rel, uint16_t 
 			    .ino = se->st.st_ino, .dev = se->st.st_dev, .rdev = se->st.st_rdev,
 			    .hash = se->hash, .path = ix->nlen };
 	ix->nlen += len + 1;
-	ix->key[ix->n] = XXH3_64bits(path, len);
+	ix->key[ix->n] = key_of(path, len);
 	if (se->type == DT_DIR && (flags & DINDEX_XATTRS) && full)
 		d->xhash = sync_xattrs_hash(full);
 	if (se->target && !(d->target = name_put(ix, se->target, strlen(se->target))))
 		return -ENOMEM;
-	h = ix->key[ix->n] & (ix->tabsize - 1);
+	h = slot_of(ix, ix->key[ix->n]);
 	while (ix->tab[h])
 		h = (h + 1) & (ix->tabsize - 1);
 	ix->tab[h] = (uint32_t)(++ix->n);
@@ -314,7 +320,7 @@ struct dent *dindex_get(struct dindex *ix, const char *path)
 
 	if (!ix || !ix->tabsize)
 		return NULL;
-	for (h = slot_of(ix, path, len); ix->tab[h]; h = (h + 1) & (ix->tabsize - 1)) {
+	for (h = slot_of(ix, key_of(path, len)); ix->tab[h]; h = (h + 1) & (ix->tabsize - 1)) {
 		struct dent *d = &ix->e[ix->tab[h] - 1];
 
 		if (!strcmp(ix->names + d->path, path))
@@ -325,20 +331,17 @@ struct dent *dindex_get(struct dindex *ix, const char *path)
 
 uint64_t dindex_key(const char *path)
 {
-	return XXH3_64bits(path, strlen(path));
+	return key_of(path, strlen(path));
 }
 
 void dindex_prefetch(const struct dindex *ix, const uint64_t *keys, size_t n)
 {
-	size_t mask;
-
 	if (!ix || !ix->tabsize)
 		return;
-	mask = ix->tabsize - 1;
 	for (size_t i = 0; i < n; i++)
-		__builtin_prefetch(&ix->tab[keys[i] & mask]);
+		__builtin_prefetch(&ix->tab[slot_of(ix, keys[i])]);
 	for (size_t i = 0; i < n; i++) {
-		uint32_t v = ix->tab[keys[i] & mask];
+		uint32_t v = ix->tab[slot_of(ix, keys[i])];
 
 		if (v) {
 			const char *d = (const char *)&ix->e[v - 1];
@@ -349,7 +352,7 @@ void dindex_prefetch(const struct dindex *ix, const uint64_t *keys, size_t n)
 		}
 	}
 	for (size_t i = 0; i < n; i++) {
-		uint32_t v = ix->tab[keys[i] & mask];
+		uint32_t v = ix->tab[slot_of(ix, keys[i])];
 
 		if (v)
 			__builtin_prefetch(ix->names + ix->e[v - 1].path);
