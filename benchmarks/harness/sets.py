@@ -6,6 +6,7 @@ out the plan in a directory.
 To add a set: write plan_X(params) -> Plan and register(SetSpec(...)).
 """
 
+import functools
 import math
 import os
 import random
@@ -213,6 +214,7 @@ def plan_tree(p):
 _SAFE_NAME = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-@,=")
 
 
+@functools.lru_cache(maxsize=4)
 def _copy_walk(root):
     """(kind, rel, size) of root's directories and regular files in `cp -a`'s order: each
     directory's entries in readdir order, a subdirectory's tree right where it is met. Symbolic
@@ -244,7 +246,7 @@ def _copy_walk(root):
             except OSError:
                 pass
     walk(root, "")
-    return out
+    return tuple(out)      # (cached: the set's parameters and its plan walk it once)
 
 
 def plan_copy(p):
