@@ -452,7 +452,8 @@ enum bfo_wtype {
 #define BFO_WPATH_MAX 32768
 
 /* bfo_wentry.flags */
-#define BFO_WENTRY_OWNER  (1u << 0) /* set uid/gid (root only; else -EPERM) */
+#define BFO_WENTRY_OWNER  (1u << 0) /* set uid/gid (root only; else -EPERM;
+				       ids not mapped: owner_status) */
 #define BFO_WENTRY_TIMES  (1u << 1) /* set atime/mtime (else the current time) */
 #define BFO_WENTRY_MORE   (1u << 2) /* FILE: more pieces of this file follow in
 				       later calls (data at offset); the file
@@ -490,7 +491,12 @@ struct bfo_wentry {
 	int32_t status;         /* out: 0 or -errno */
 	uint16_t engine;        /* out: enum bfo_wengine that wrote it */
 	uint16_t reserved0;
-	uint32_t reserved1;
+	/* out: 0, or, with status 0 and BFO_WENTRY_OWNER, -EINVAL: the user
+	 * namespace does not map the uid or gid (unshare -r, a rootless
+	 * container), and the entry was written and kept as cp -a and rsync
+	 * keep it then, the caller's, its permissions the owner's only (mode
+	 * & 0700: no set-id bit, nothing for a group it was not meant for) */
+	int32_t owner_status;
 	union {                 /* extended attributes to set, or NULL: records of
 				   name, NUL, uint32_t value length (host order),
 				   value bytes, back to back */
@@ -686,7 +692,14 @@ struct bfo_copy_opts {
 	 * Called on the thread of the run. */
 	void (*item)(void *arg, int what, const char *path);
 	void *item_arg;
-	uint64_t reserved[8];
+	/* Each entry copied whose owner could not be given (bfo_wentry's
+	 * owner_status, -EINVAL), by its path at the destination, with
+	 * owner_lost_arg: kept as cp -a keeps it, and counted in errors.
+	 * Called on the thread of the run; NULL: the error callback is
+	 * called instead. */
+	void (*owner_lost)(void *arg, const char *path, int status);
+	void *owner_lost_arg;
+	uint64_t reserved[6];
 };
 
 /*

@@ -351,13 +351,21 @@ static void root_meta(struct bfo_copier *c, struct run *r)
 	    now.st_mtim.tv_sec == st->st_mtim.tv_sec && now.st_mtim.tv_nsec == st->st_mtim.tv_nsec &&
 	    copy_has_xattrs(fd, &x))
 		return;
-	if (fd < 0)
+	mode_t mode = st->st_mode & 07777;
+
+	if (fd < 0) {
 		copy_report(c, c->root, -EBADF);
-	else if (c->who.is_root && fchown(fd, st->st_uid, st->st_gid) < 0)
-		copy_report(c, c->root, -errno);
+	} else if (c->who.is_root && fchown(fd, st->st_uid, st->st_gid) < 0) {
+		if (errno != EINVAL) {
+			copy_report(c, c->root, -errno);
+		} else {
+			copy_owner_lost(c, c->root, -errno);
+			mode &= S_IRWXU;     /* as meta_apply keeps an entry */
+		}
+	}
 	if (fd >= 0)
 		copy_root_xattrs(r->root_meta_src, fd);
-	if (fd >= 0 && (fchmod(fd, st->st_mode & 07777) < 0 || futimens(fd, ts) < 0))
+	if (fd >= 0 && (fchmod(fd, mode) < 0 || futimens(fd, ts) < 0))
 		copy_report(c, c->root, -errno);
 }
 
@@ -466,7 +474,7 @@ BFO_API int bfo_copier_set_opts(struct bfo_copier *c, const struct bfo_copy_opts
 	struct filter *f = NULL;
 	int ret = 0;
 
-	if (!c || !opts || opts->size < offsetof(struct bfo_copy_opts, reserved))
+	if (!c || !opts || opts->size < offsetof(struct bfo_copy_opts, owner_lost))
 		return -EINVAL;
 	if (opts->size > sizeof(o)) {
 		for (size_t i = sizeof(o); i < opts->size; i++)
@@ -490,6 +498,8 @@ BFO_API int bfo_copier_set_opts(struct bfo_copier *c, const struct bfo_copy_opts
 	c->compress = o.compress;
 	c->item = o.item;
 	c->item_arg = o.item_arg;
+	c->owner_lost = o.owner_lost;
+	c->owner_lost_arg = o.owner_lost_arg;
 	return 0;
 }
 

@@ -105,6 +105,8 @@ struct bfo_copier {
 	struct filter *filter;      /* --exclude/--include (bfo_copier_set_opts) */
 	void (*item)(void *arg, int what, const char *path);
 	void *item_arg;
+	void (*owner_lost)(void *arg, const char *path, int status);
+	void *owner_lost_arg;
 	int compress;               /* zstd level of a stream sent, 0: none */
 	uint8_t *want_of;           /* by read index: the file's WANT_* */
 	size_t capwant;
@@ -258,6 +260,9 @@ void copy_run_cleanup(struct bfo_copier *c);
 
 /* An entry failed: counted, and named through the error callback. */
 void copy_report(struct bfo_copier *c, const char *path, int status);
+/* An entry written whose owner could not be given (bfo_copy_opts'
+ * owner_lost, else the error callback): counted as an error. */
+void copy_owner_lost(struct bfo_copier *c, const char *path, int status);
 /* The progress callback, at most every PROGRESS_NS unless force. */
 void copy_progress(struct bfo_copier *c, bool force);
 

@@ -61,18 +61,24 @@ void copy_batch_done(struct bfo_copier *c)
 		 * or STOP_ON_ERROR after a failure that is reported). */
 		if (e->status == -ECANCELED)
 			continue;
-		if (e->status) {
+		if (e->status || e->owner_status) {
 			char *full = c->root ? copy_join(c->root, e->path) : NULL;
 
-			copy_report(c, full ? full : e->path, e->status);
+			if (e->status)
+				copy_report(c, full ? full : e->path, e->status);
+			else
+				copy_owner_lost(c, full ? full : e->path, e->owner_status);
 			free(full);
-		} else if (e->type == BFO_WTYPE_FILE) {
+		}
+		if (e->status)
+			continue;
+		if (e->type == BFO_WTYPE_FILE) {
 			bytes += e->length;
 			files += !(e->flags & (BFO_WENTRY_MORE | BFO_WENTRY_ABORT));
 		} else {
 			others++;
 		}
-		if (!e->status && c->item && !(e->flags & (BFO_WENTRY_MORE | BFO_WENTRY_ABORT)))
+		if (c->item && !(e->flags & (BFO_WENTRY_MORE | BFO_WENTRY_ABORT)))
 			copy_item(c, e->path);
 	}
 	pthread_mutex_lock(&c->lock);

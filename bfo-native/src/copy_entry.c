@@ -55,6 +55,18 @@ void copy_report(struct bfo_copier *c, const char *path, int status)
 		c->cb.error(c->cb.arg, path, status);
 }
 
+void copy_owner_lost(struct bfo_copier *c, const char *path, int status)
+{
+	if (!c->owner_lost) {
+		copy_report(c, path, status);
+		return;
+	}
+	pthread_mutex_lock(&c->lock);
+	c->st.errors++;
+	pthread_mutex_unlock(&c->lock);
+	c->owner_lost(c->owner_lost_arg, path, status);
+}
+
 void copy_progress(struct bfo_copier *c, bool force)
 {
 	uint64_t now = bfo_now_ns();

@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,7 @@
 
 _Static_assert(sizeof(struct bfo_file) == 160, "struct bfo_file is a fixed 160-byte layout");
 _Static_assert(sizeof(struct bfo_wentry) == 128, "struct bfo_wentry is a fixed 128-byte layout");
+_Static_assert(offsetof(struct bfo_wentry, owner_status) == 92, "bfo-java's NativeWriter reads it there");
 _Static_assert(sizeof(struct bfo_stats) == 224, "struct bfo_stats is a fixed 224-byte layout");
 
 BFO_API int bfo_version(void)

@@ -529,7 +529,9 @@ static void apply_meta(int fd, bool opath, const struct mentry *m)
 				.atime_sec = m->atime_sec, .atime_nsec = m->atime_nsec,
 				.mtime_sec = m->mtime_sec, .mtime_nsec = m->mtime_nsec };
 
-	meta_apply(fd, opath, &e, m->kind == M_SYMLINK, false, NULL);
+	int lost;   /* (kept as the batch would have kept it; nobody to tell) */
+
+	meta_apply(fd, opath, &e, m->kind == M_SYMLINK, false, NULL, &lost);
 }
 
 /* Recreate a file of a stem batch from the durable stem: a new file, so

@@ -140,21 +140,25 @@ static int chmod_fd(int fd, bool opath, uint32_t mode)
 }
 
 int meta_apply(int fd, bool opath, const struct bfo_wentry *e, bool symlink, bool mode_done,
-	       const struct fid *now)
+	       const struct fid *now, int *owner_err)
 {
 	bool chown = (e->flags & BFO_WENTRY_OWNER) &&
 		     !(now && now->owner_known && now->uid == e->uid && now->gid == e->gid);
+	uint32_t mode = e->mode & 07777;
 	int ret;
 
 	/* xattrs after the chown, which clears security.capability (as
 	 * cp -a does), and before the mode, which may take away the write
 	 * permission a user.* attribute needs */
-	if (chown && fchownat(fd, "", e->uid, e->gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
+	if (chown && fchownat(fd, "", e->uid, e->gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
+		if (!owner_err || errno != EINVAL)
+			return -errno;
+		*owner_err = -errno;
+		mode &= S_IRWXU;
+	}
 	if (e->xattrs_len && (ret = set_xattrs(fd, opath, e)))
 		return ret;
-	if (!symlink && (!mode_done || chown) &&
-	    (ret = chmod_fd(fd, opath, e->mode & 07777)))
+	if (!symlink && (!mode_done || chown) && (ret = chmod_fd(fd, opath, mode)))
 		return ret;
 	if (e->flags & BFO_WENTRY_TIMES) {
 		struct timespec ts[2] = {
@@ -167,6 +171,40 @@ int meta_apply(int fd, bool opath, const struct bfo_wentry *e, bool symlink, boo
 			return -errno;
 	}
 	return 0;
+}
+
+void idmap_load(struct idmap *m, const char *path)
+{
+	FILE *f = fopen(path, "re");
+	unsigned long long in, out, count;
+	char line[128];
+
+	m->n = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		/* "inside outside count", each below 2^32 (the kernel's bounds) */
+		if (m->n == sizeof(m->r) / sizeof(m->r[0]) ||
+		    sscanf(line, "%llu %llu %llu", &in, &out, &count) != 3 ||
+		    in > UINT32_MAX || count > (unsigned long long)UINT32_MAX + 1 - in) {
+			m->n = UINT32_MAX;
+			break;
+		}
+		m->r[m->n].first = (uint32_t)in;
+		m->r[m->n++].count = count > UINT32_MAX ? UINT32_MAX : (uint32_t)count;
+	}
+	if (!f)
+		m->n = UINT32_MAX;   /* no user namespaces here: the one namespace maps all */
+	else
+		fclose(f);
+}
+
+bool idmap_has(const struct idmap *m, uint32_t id)
+{
+	if (m->n == UINT32_MAX)
+		return true;
+	for (uint32_t i = 0; i < m->n; i++)
+		if (id >= m->r[i].first && id - m->r[i].first < m->r[i].count)
+			return true;
+	return false;
 }
 
 mode_t process_umask(void)

@@ -49,10 +49,23 @@ int fid_open(int dfd, const char *name, const struct fid *id);
  * what fid_of_fd saw on fd (or NULL): an owner that is already e's is not
  * set again, nor then the mode that chown would have cleared bits from.
  * Owner goes first: chown clears set-id bits and file capabilities, which
- * chmod and the xattrs then set.
+ * chmod and the xattrs then set.  A chown refused with EINVAL (an id the
+ * user namespace does not map), with owner_err not NULL: -EINVAL goes
+ * there and the rest is applied with the mode's owner bits only (what cp -a and rsync leave then: no set-id program that would run
+ * as the caller, nothing readable by a group it was not meant for).
+ * Returns 0 or -errno.
  */
+/* The ids a user namespace maps (its /proc/self/uid_map or gid_map, at
+ * most 340 ranges): a chown to any other fails with EINVAL. */
+struct idmap {
+	uint32_t n;                 /* ranges; UINT32_MAX: not known, all taken as mapped */
+	struct { uint32_t first, count; } r[340];
+};
+void idmap_load(struct idmap *m, const char *path);
+bool idmap_has(const struct idmap *m, uint32_t id);
+
 int meta_apply(int fd, bool opath, const struct bfo_wentry *e, bool symlink, bool mode_done,
-	       const struct fid *now);
+	       const struct fid *now, int *owner_err);
 
 /* The process's umask (what the writer and the copier leave out of modes),
  * read without changing it: umask(2) reads it only by setting it, which

@@ -429,10 +429,13 @@ static void root_meta(struct rx *x)
 
 	if (x->have_root_meta && c->archive && !atomic_load(&c->cancel) && c->dst_fd >= 0 &&
 	    !(c->flags & BFO_COPY_DRY_RUN) && !root_same(c, &x->root_meta)) {
-		int ret = meta_apply(c->dst_fd, false, &x->root_meta, false, false, NULL);
+		int lost = 0;
+		int ret = meta_apply(c->dst_fd, false, &x->root_meta, false, false, NULL, &lost);
 
 		if (ret)
 			copy_report(c, c->root, ret);
+		else if (lost)
+			copy_owner_lost(c, c->root, lost);
 	}
 }
 

@@ -188,6 +188,8 @@ BFO_API int bfo_writer_open(struct bfo_writer **out, const char *root, const str
 	w->id = (uint32_t)(bfo_now_ns() ^ ((uint64_t)getpid() << 16) ^ (uintptr_t)w);
 	w->is_root = geteuid() == 0;
 	w->umask = process_umask();
+	idmap_load(&w->uids, "/proc/self/uid_map");
+	idmap_load(&w->gids, "/proc/self/gid_map");
 	ret = w->o.flags & BFO_WRITE_NO_MKROOT ? 0 : mkdir_p(root);
 	if (ret)
 		goto fail;
@@ -351,10 +353,11 @@ BFO_API int bfo_writer_close(struct bfo_writer *w)
 					.atime_nsec = d->atime_nsec, .mtime_nsec = d->mtime_nsec,
 					.xattrs = d->xattrs, .xattrs_len = d->xattrs_len };
 		int fd = dfd < 0 ? -1 : fid_open(dfd, base, &d->id);
-		int r = dfd < 0 ? 0 : fd < 0 ? fd : meta_apply(fd, true, &e, false, false, NULL);
+		int lost = 0;
+		int r = dfd < 0 ? 0 : fd < 0 ? fd : meta_apply(fd, true, &e, false, false, NULL, &lost);
 
-		if (r && !ret)
-			ret = r;
+		if ((r || lost) && !ret)
+			ret = r ? r : lost;
 		if (fd >= 0)
 			close(fd);
 		if (dfd >= 0)

@@ -231,6 +231,7 @@ static void batch_plan(struct wbatch *b)
 		int v = validate(w, &e[i]);
 
 		e[i].status = v < 0 ? v : 0;
+		e[i].owner_status = 0;
 		e[i].engine = (uint16_t)w->st.engine;
 		if (b->stem_off)
 			b->stem_off[i] = UINT64_MAX;

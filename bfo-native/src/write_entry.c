@@ -87,7 +87,8 @@ int file_made(struct wbatch *b, uint32_t i, int fd, bool mode_done)
 	struct fid own;
 	int ret = journal_made(b, i, fd, NULL, &own);
 
-	return ret < 0 ? ret : meta_apply(fd, false, &b->e[i], false, mode_done, ret ? &own : NULL);
+	return ret < 0 ? ret : meta_apply(fd, false, &b->e[i], false, mode_done, ret ? &own : NULL,
+					  &b->e[i].owner_status);
 }
 
 static int write_file(struct wbatch *b, int dfd, uint32_t i)
@@ -180,7 +181,7 @@ static int write_special(struct wbatch *b, int dfd, uint32_t i)
 	}
 	ret = journal_made(b, i, fd, NULL, NULL);
 	if (ret >= 0)
-		ret = meta_apply(fd, true, e, link, false, NULL);
+		ret = meta_apply(fd, true, e, link, false, NULL, &e->owner_status);
 	fdl_close(fd);
 	if (ret)
 		unlinkat(dfd, name, 0);
@@ -220,6 +221,14 @@ static int write_dir(struct wbatch *b, int dfd, uint32_t i)
 	d = (struct wdir){ .path = strdup(e->path), .mode = e->mode, .uid = e->uid, .gid = e->gid,
 			   .flags = e->flags, .atime_sec = e->atime_sec, .mtime_sec = e->mtime_sec,
 			   .atime_nsec = e->atime_nsec, .mtime_nsec = e->mtime_nsec, .id = id };
+	/* An owner this user namespace cannot give is known now, named with
+	 * the entry, and the directory kept as meta_apply keeps files; other
+	 * refusals come at close. */
+	if ((e->flags & BFO_WENTRY_OWNER) && (!idmap_has(&w->uids, e->uid) || !idmap_has(&w->gids, e->gid))) {
+		e->owner_status = -EINVAL;
+		d.flags &= ~BFO_WENTRY_OWNER;
+		d.mode &= S_IRWXU;
+	}
 	if (!d.path)
 		return -ENOMEM;
 	if (e->xattrs_len) {

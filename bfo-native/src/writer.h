@@ -66,6 +66,7 @@ struct bfo_writer {
 	unsigned uring_qd;          /* io_uring path: chains (a file each) at once */
 	uint32_t blksz;
 	bool is_root;
+	struct idmap uids, gids;    /* what chown can give (directories: write_dir) */
 	struct pool pool;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;

@@ -86,10 +86,18 @@ static void on_item(void *arg, int what, const char *path)
 		fprintf(arg, "%s\n", path);
 }
 
+/* As cp -a says it (the entry is kept: the caller's, owner-only mode). */
+static void on_owner_lost(void *arg, const char *path, int status)
+{
+	fprintf(stderr, "bfo: %s: %s: ownership not preserved: %s\n", (const char *)arg, path,
+		bfo_strerror(status));
+}
+
 int copy_args_apply(const struct copy_args *a, struct bfo_copier *c, const char *cmd, FILE *items)
 {
 	struct bfo_copy_opts o = { .size = sizeof(o), .filters = a->filters,
-				   .compress = a->compress ? (a->level ? a->level : 3) : 0 };
+				   .compress = a->compress ? (a->level ? a->level : 3) : 0,
+				   .owner_lost = on_owner_lost, .owner_lost_arg = (void *)cmd };
 	int ret;
 
 	if ((a->verbose || (a->flags & BFO_COPY_DRY_RUN)) && items) {

@@ -100,6 +100,12 @@ static void wr_flush(struct wr *r)
 		} else if (!(r->e[i].flags & BFO_WENTRY_MORE)) {
 			r->files++;
 		}
+		if (!r->e[i].status && r->e[i].owner_status) {
+			/* written, kept as cp -a keeps it */
+			fprintf(stderr, "bfo: write: %s: ownership not preserved: %s\n", r->e[i].path,
+				bfo_strerror(r->e[i].owner_status));
+			r->errors++;
+		}
 		if (!r->e[i].status && r->e[i].type == BFO_WTYPE_FILE)
 			r->total += r->e[i].length;
 		free((void *)r->e[i].path);

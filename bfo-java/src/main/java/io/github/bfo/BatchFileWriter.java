@@ -224,6 +224,11 @@ public final class BatchFileWriter implements AutoCloseable {
         /** Writes one piece of a streamed file; returns 0 or -errno. */
         int piece(WriteEntry template, ByteBuffer data, long offset, boolean more, boolean abort) throws IOException;
 
+        /** The last piece written (more false) of the last {@link #piece} call: its owner status. */
+        default int lastOwnerStatus() {
+            return 0;
+        }
+
         /** A buffer for pieces of this engine (direct for the native one). */
         ByteBuffer pieceBuffer(int bytes);
 
@@ -368,7 +373,7 @@ public final class BatchFileWriter implements AutoCloseable {
                 s.write(e.array, e.arrayOff, e.arrayLen);
             }
             s.close();
-            return new WriteResult(e, 0, null, s.engine);
+            return new WriteResult(e, 0, null, s.engine, s.ownerStatus);
         } catch (PieceException x) {
             return new WriteResult(e, x.status, x.failure, s.engine);
         }
@@ -451,6 +456,7 @@ public final class BatchFileWriter implements AutoCloseable {
         private boolean sentAny;
         volatile boolean dropped;
         String engine = "none";
+        int ownerStatus;            // of the last piece: WriteResult.ownerStatus
 
         PieceStream(WriteEntry template, boolean internal) {
             this.template = template;
@@ -506,6 +512,7 @@ public final class BatchFileWriter implements AutoCloseable {
                 checkOpen();
                 r = impl.piece(template, buf, offset, more, false);
                 engine = impl.engineName();
+                ownerStatus = more ? 0 : impl.lastOwnerStatus();
             }
             buf.clear();
             sentAny = true;

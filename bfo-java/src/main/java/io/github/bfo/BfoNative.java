@@ -172,7 +172,8 @@ final class BfoNative {
     static final int WENTRY_SIZE = 128;
     static final int WE_path = 0, WE_data = 8, WE_length = 16, WE_offset = 24, WE_rdev = 32, WE_atime_sec = 40,
             WE_mtime_sec = 48, WE_atime_nsec = 56, WE_mtime_nsec = 60, WE_type = 64, WE_mode = 68, WE_uid = 72,
-            WE_gid = 76, WE_flags = 80, WE_status = 84, WE_engine = 88, WE_xattrs = 96, WE_xattrs_len = 104;
+            WE_gid = 76, WE_flags = 80, WE_status = 84, WE_engine = 88, WE_owner_status = 92, WE_xattrs = 96,
+            WE_xattrs_len = 104;
     static final int WTYPE_FILE = 0, WTYPE_DIR = 1, WTYPE_SYMLINK = 2, WTYPE_HARDLINK = 3, WTYPE_FIFO = 4,
             WTYPE_CHR = 5, WTYPE_BLK = 6, WTYPE_SOCK = 7;
     static final int WENTRY_OWNER = 1, WENTRY_TIMES = 2, WENTRY_MORE = 4, WENTRY_ABORT = 8;

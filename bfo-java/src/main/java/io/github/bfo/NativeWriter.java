@@ -20,6 +20,7 @@ final class NativeWriter implements BatchFileWriter.Impl {
     private final String engine;
     private final Memory opts = new Memory(BfoNative.WOPTS_SIZE);
     private Memory staging;
+    private int lastOwnerStatus;    // of the last piece written whole (piece, more false)
     private final ByteBuffer statsBuf = BfoNative.direct(BfoNative.WSTATS_SIZE);
     private WriteStats lastStats;
 
@@ -166,9 +167,14 @@ final class NativeWriter implements BatchFileWriter.Impl {
             int eng = m.getShort(base + BfoNative.WE_engine) & 0xffff;
             WriteEntry e = entries.get(i);
             out[i] = new WriteResult(e, st, st == 0 ? null : Errno.forWrite(st, e.display, e.targetDisplay),
-                    BfoNative.wengineName(eng));
+                    BfoNative.wengineName(eng), st == 0 ? m.getInt(base + BfoNative.WE_owner_status) : 0);
         }
         return r;
+    }
+
+    @Override
+    public int lastOwnerStatus() {
+        return lastOwnerStatus;
     }
 
     @Override
@@ -191,6 +197,7 @@ final class NativeWriter implements BatchFileWriter.Impl {
         int r = BfoNative.bfo_writer_write(w, mem, 1);
         Reference.reachabilityFence(data);
         int st = m.getInt(BfoNative.WE_status);
+        lastOwnerStatus = st == 0 && !more ? m.getInt(BfoNative.WE_owner_status) : 0;
         return r < 0 && st == 0 ? r : st;
     }
 

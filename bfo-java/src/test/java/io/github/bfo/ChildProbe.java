@@ -17,7 +17,10 @@ import java.util.List;
  * <li>{@code read PATH...}: one line per entry, {@code status=N PATH EXCEPTION};</li>
  * <li>{@code tree ROOT...}: readTree over the roots, one line per entry, {@code status=N PATH EXCEPTION SAME},
  *     SAME telling whether the bytes (whole files only) are those of {@code Files.readAllBytes};</li>
- * <li>{@code load}: the native state and the engine a reader gets.</li>
+ * <li>{@code load}: the native state and the engine a reader gets;</li>
+ * <li>{@code owner ROOT}: writes under ROOT a file of root's and, owned by uid/gid 1000, a set-id file, one
+ *     in pieces and a directory, one line each, {@code PATH status=N owner=N engine=E} (run in a user
+ *     namespace that maps root alone, 1000 cannot be given).</li>
  * </ul>
  */
 public final class ChildProbe {
@@ -32,6 +35,10 @@ public final class ChildProbe {
             }
             return;
         }
+        if (args[0].equals("owner")) {
+            owner(Path.of(args[1]));
+            return;
+        }
         List<java.nio.file.Path> paths = new ArrayList<>();
         for (int i = 1; i < args.length; i++) {
             paths.add(Path.of(args[i]));
@@ -44,6 +51,22 @@ public final class ChildProbe {
             for (FileData f : b) {
                 System.out.println("status=" + f.status() + " " + f.path() + " "
                         + (f.failure() == null ? "" : f.failure().getClass().getName()));
+            }
+        }
+    }
+
+    private static void owner(Path root) throws IOException {
+        byte[] big = new byte[200_000];     // above pieceBytes: written in pieces
+        java.util.Arrays.fill(big, (byte) 'b');
+        try (BatchFileWriter w = BatchFileWriter.builder(root).pieceBytes(64 << 10).build()) {
+            List<WriteResult> rs = w.write(List.of(
+                    WriteEntry.file("mine", new byte[] {'m'}).mode(04755).owner(0, 0),
+                    WriteEntry.file("theirs", new byte[] {'t'}).mode(04755).owner(1000, 1000),
+                    WriteEntry.file("big", big).mode(0644).owner(1000, 1000),
+                    WriteEntry.directory("d").mode(02775).owner(1000, 1000)));
+            for (WriteResult r : rs) {
+                System.out.println(r.path() + " status=" + r.status() + " owner=" + r.ownerStatus()
+                        + " engine=" + r.engine());
             }
         }
     }

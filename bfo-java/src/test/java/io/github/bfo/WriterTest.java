@@ -369,4 +369,35 @@ class WriterTest {
         assertThrows(IOException.class, () -> builder(file).build());
         assertEquals(new BatchFileWriter.RecoverStats(0, 0, 0, 0), BatchFileWriter.recover(dir.resolve("c")));
     }
+
+    /**
+     * In a user namespace that maps root alone (unshare -r, a rootless container) owner 1000 cannot be
+     * given: libbfo keeps the entry as cp -a does (the caller's, mode &amp; 0700) and says so in ownerStatus;
+     * root's own owner is given with the whole mode. Run in a child JVM inside the namespace.
+     */
+    @Test
+    void anOwnerTheNamespaceCannotGiveIsReported() throws Exception {
+        Assumptions.assumeTrue(Boolean.parseBoolean(System.getProperty("bfo.native", "true")),
+                "libbfo's behaviour: the Java engine fails such entries");
+        Assumptions.assumeTrue(TestSupport.isRoot(), "the copy's owners are checked against root's: needs root");
+        Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/unshare")), "no unshare");
+        Path root = dir.resolve("ns");
+        String out = TestSupport.child(List.of("unshare", "-U", "-r"), List.of("-Dbfo.native=true"),
+                System.getProperty("java.class.path"), ChildProbe.class.getName(), "owner", root.toString());
+        Assumptions.assumeFalse(out.contains("unshare: unshare failed"), "no user namespace here: " + out);
+        assertTrue(out.contains("--exit 0"), out);
+        assertFalse(out.contains("engine=java"), "the child ran the Java engine: " + out);
+        assertTrue(out.contains("mine status=0 owner=0 "), out);
+        assertTrue(out.contains("theirs status=0 owner=-22 "), out);
+        assertTrue(out.contains("big status=0 owner=-22 "), out);
+        assertTrue(out.contains("d status=0 owner=-22 "), out);
+        assertEquals(04755, mode(root.resolve("mine")));
+        assertEquals(0700, mode(root.resolve("theirs")));
+        assertEquals(0600, mode(root.resolve("big")));
+        assertEquals(0700, mode(root.resolve("d")));
+        for (String n : List.of("mine", "theirs", "big", "d")) {
+            assertEquals(0, Files.getAttribute(root.resolve(n), "unix:uid", NOFOLLOW), n);
+        }
+        assertEquals(200_000, Files.size(root.resolve("big")));
+    }
 }
