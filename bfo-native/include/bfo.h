@@ -518,7 +518,11 @@ struct bfo_write_stats {
 	uint64_t ns_manifest, ns_data, ns_meta, ns_sync;
 	uint32_t engine;        /* enum bfo_wengine in use */
 	uint32_t reserved0;
-	uint64_t reserved[8];
+	/* DURABILITY_CLOSE: syncfs calls run behind the deferred batches, so
+	 * that their writeback overlaps the batches that follow (not
+	 * durability points: the writer's own syncfs at close is) */
+	uint64_t writebacks;
+	uint64_t reserved[7];
 };
 
 struct bfo_writer;

@@ -185,6 +185,8 @@ BFO_API int bfo_writer_open(struct bfo_writer **out, const char *root, const str
 		goto fail;
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->cond, NULL);
+	pthread_mutex_init(&w->fl.lock, NULL);
+	pthread_cond_init(&w->fl.cond, NULL);
 	w->id = (uint32_t)(bfo_now_ns() ^ ((uint64_t)getpid() << 16) ^ (uintptr_t)w);
 	w->is_root = geteuid() == 0;
 	w->umask = process_umask();
@@ -260,6 +262,7 @@ BFO_API int bfo_writer_stats(struct bfo_writer *w, struct bfo_write_stats *st)
 	*st = w->st;
 	st->clones = __atomic_load_n(&w->st.clones, __ATOMIC_RELAXED);
 	st->syncs = __atomic_load_n(&w->st.syncs, __ATOMIC_RELAXED);
+	st->writebacks = __atomic_load_n(&w->st.writebacks, __ATOMIC_RELAXED);
 	st->bytes = __atomic_load_n(&w->st.bytes, __ATOMIC_RELAXED);
 	return 0;
 }
@@ -330,6 +333,7 @@ BFO_API int bfo_writer_close(struct bfo_writer *w)
 	 * (cancel_also) only stops the batches: a copy ends durable and
 	 * without a journal, as bfo_copier_cancel() promises. */
 	cancelled = atomic_load(&w->cancel);
+	flusher_stop(w);
 	int sr = cancelled ? 0 : sync_deferred(w);
 
 	if (sr < 0 && !ret)
@@ -375,6 +379,8 @@ BFO_API int bfo_writer_close(struct bfo_writer *w)
 	free(w->streams);
 	pthread_mutex_destroy(&w->lock);
 	pthread_cond_destroy(&w->cond);
+	pthread_mutex_destroy(&w->fl.lock);
+	pthread_cond_destroy(&w->fl.cond);
 	free(w);
 	return ret;
 }

@@ -550,6 +550,14 @@ static int batch_end(struct wbatch *b, int ret)
 
 		d->mfd = b->mfd;
 		snprintf(d->mname, sizeof(d->mname), "%s", b->mname);
+		for (uint32_t i = 0; i < b->n; i++)
+			if (e[i].type == BFO_WTYPE_FILE && !e[i].status)
+				w->fl.bytes += e[i].length;
+		/* (a copy of a few megabytes: its one syncfs at close only) */
+		if (w->fl.bytes >= FLUSH_MIN_BYTES) {
+			w->fl.bytes = 0;
+			flusher_kick(w);
+		}
 	} else if (b->mfd >= 0) {
 		journal_batch_remove(w->jfd, b->mname);
 		close(b->mfd);   /* releases the lock */

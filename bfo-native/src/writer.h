@@ -48,6 +48,9 @@ struct wstream {                    /* a file arriving in pieces */
 /* DURABILITY_CLOSE: batches that may share one syncfs.  Bounds the
  * manifests (and descriptors) held, and the work a recovery may face. */
 #define DEFER_MAX_BATCHES 64u
+/* ... and a writeback is started behind them (write_flush.c) once this
+ * many file bytes were deferred since the last. */
+#define FLUSH_MIN_BYTES (8ull << 20)
 
 /* The io_uring path (write_uring.c): chains at once by default, and
  * directory descriptors held at once; both scaled to the descriptor
@@ -88,6 +91,16 @@ struct bfo_writer {
 		char mname[96];
 	} deferred[DEFER_MAX_BATCHES];
 	unsigned ndeferred;
+	/* DURABILITY_CLOSE: writeback started in the background after each
+	 * deferred batch (write_flush.c) */
+	struct flusher {
+		pthread_mutex_t lock;
+		pthread_cond_t cond;
+		pthread_t thread;
+		uint64_t kicks, done;   /* writebacks asked for; of them, begun */
+		uint64_t bytes;         /* file bytes deferred since the last kick */
+		bool started, failed, stop;
+	} fl;
 	/* bfo_writer_cancel(), or its copier's cancel or broken stream
 	 * (writer_cancel_with): batches stop between files and later ones
 	 * write nothing; after bfo_writer_cancel() alone, close also leaves
@@ -156,6 +169,10 @@ struct wtask {
 /* The deferred batches are durable (a syncfs just returned): their
  * manifests go. */
 void release_deferred(struct bfo_writer *w);
+/* write_flush.c: a batch was deferred (its writeback starts behind it);
+ * the writer closes (waits for a syncfs under way). */
+void flusher_kick(struct bfo_writer *w);
+void flusher_stop(struct bfo_writer *w);
 /* A descriptor of the writer's root, the caller's to close (or -errno):
  * for the copiers, which give the root its source's metadata at the end
  * and must not reopen it by a name someone may have swapped since. */

@@ -35,6 +35,11 @@
  *    longer than PATH_MAX made of short components are written (resolution
  *    is per directory) and read back through openat.
  *  - empty: 0-byte files (data NULL or not) on every engine and durability.
+ *  - close: DURABILITY_CLOSE over 70 batches: each batch's manifest stays
+ *    until the syncfs that covers it (the 65th batch's, then close's), also
+ *    after the writeback run behind the second batch, which holds 8 MiB
+ *    (writebacks; none behind the first, of 192 bytes; no sync counted);
+ *    every file whole after close, no journal left.
  *  - rofs: a read-only ext4 (mount -o remount,ro): bfo_writer_open gives
  *    -EROFS for a new root, an existing root and a root holding a
  *    .bfo-journal left by an earlier writer; `bfo write` exits 2 naming
@@ -706,8 +711,9 @@ static void scenario_empty(void *arg)
 /* ------------------------------------------------------------ close durability */
 
 /* DURABILITY_CLOSE: each batch's manifest stays until the syncfs that
- * covers it (at close, or when 64 batches wait): after close, the files are
- * there with their bytes and the journal is empty. */
+ * covers it (at close, or when 64 batches wait), also after the writeback
+ * run behind 8 MiB (bfo_write_stats.writebacks); after close, the files
+ * are there with their bytes and the journal is empty. */
 static void scenario_close(void *arg)
 {
 	const char *dir = arg;
@@ -717,9 +723,14 @@ static void scenario_close(void *arg)
 	struct bfo_write_stats st;
 	enum { BATCHES = 70, PER = 3 };
 	static char data[BATCHES][PER][64];
+	size_t big_len = 8u << 20;     /* FLUSH_MIN_BYTES: a writeback starts behind batch 1 */
+	uint8_t *big = malloc(big_len);
 
+	T_ASSERT(big, "malloc");
+	t_fill_random(big, big_len, 7070);
 	for (int b = 0; b < BATCHES; b++) {
-		struct bfo_wentry e[PER];
+		struct bfo_wentry e[PER + 1];
+		unsigned n = PER;
 
 		for (int i = 0; i < PER; i++) {
 			snprintf(data[b][i], sizeof(data[b][i]), "batch %d file %d", b, i);
@@ -727,12 +738,27 @@ static void scenario_close(void *arg)
 						    .type = BFO_WTYPE_FILE, .mode = 0644, .data = data[b][i],
 						    .length = strlen(data[b][i]) };
 		}
-		T_OK(bfo_writer_write(w, e, PER));
+		if (b == 1)
+			e[n++] = (struct bfo_wentry){ .path = strdup("big"), .type = BFO_WTYPE_FILE,
+						      .mode = 0644, .data = big, .length = big_len };
+		T_OK(bfo_writer_write(w, e, n));
+		T_OK(bfo_writer_stats(w, &st));
+		if (b == 0)
+			TW_CHECK(st.writebacks == 0, "a writeback behind a batch of 192 bytes");
+		if (b == 1) {
+			/* the writeback started behind 8 MiB runs (waited for,
+			 * not timed) and is no durability point */
+			while (!st.writebacks) {
+				tw_sleep_ns(1000000);
+				T_OK(bfo_writer_stats(w, &st));
+			}
+			TW_CHECK(st.syncs == 0, "a writeback counted as a durability point");
+		}
 		int m = tw_manifests(root, NULL, 0);
 		int want = (b + 1) % 65;   /* the 65th batch's syncfs covers the 64 before it */
 
 		TW_CHECK(m == want, "after batch %d: %d manifests in the journal, expected %d", b, m, want);
-		for (int i = 0; i < PER; i++)
+		for (unsigned i = 0; i < n; i++)
 			free((char *)e[i].path);
 	}
 	T_OK(bfo_writer_stats(w, &st));
@@ -747,8 +773,17 @@ static void scenario_close(void *arg)
 					       strlen(data[b][i]), why, sizeof(why)) == 0, "file %d/%d: %s", b, i, why);
 			close(fd);
 		}
+	{
+		char why[256];
+		int fd = open(root, O_RDONLY | O_DIRECTORY);
+
+		TW_CHECK(tw_file_check(fd, "big", big, big_len, why, sizeof(why)) == 0, "big: %s", why);
+		close(fd);
+	}
 	no_leftovers(root, "close");
-	t_log("durability close: %d batches, manifests kept until a shared syncfs, all files whole", BATCHES);
+	t_log("durability close: %d batches, manifests kept until a shared syncfs (a writeback behind "
+	      "8 MiB, none behind 192 bytes), all files whole", BATCHES);
+	free(big);
 	free(root);
 	free(base);
 	tw_checks_end();
