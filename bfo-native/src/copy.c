@@ -151,6 +151,7 @@ void copy_run_reset(struct bfo_copier *c)
 	c->oom = false;
 	c->listing = false;
 	c->list_errors = false;
+	c->cut = false;
 	c->list_seq = 0;
 	c->list_rawmeta = 0;
 	c->list_tree_bytes = 0;

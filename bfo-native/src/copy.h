@@ -114,6 +114,9 @@ struct bfo_copier {
 	uint64_t list_seq;          /* list batches made */
 	uint64_t list_rawmeta;      /* their files' metadata from inode tables */
 	bool list_errors;           /* a source was not listed whole: no --delete */
+	bool cut;                   /* a receiver's run stopped before the sender's list
+				       came whole (a broken stream, an answer that could
+				       not be written): no --delete either */
 	bool listing;               /* the run compares through an index */
 	struct sync sync;           /* what it compares with */
 	struct ixjob *ixjob;        /* the index being built (copy_sync.c) */

@@ -247,9 +247,11 @@ void copy_sync_end(struct bfo_copier *c)
 	/* Nothing is deleted after a failure that may have hidden a source's
 	 * entry (a directory not listed: its copy's entries would all seem
 	 * gone), or when the run was cancelled. */
-	if ((c->flags & BFO_COPY_DELETE) && c->sync.ix && !c->list_errors && !atomic_load(&c->cancel) &&
-	    !c->send_err)
+	if ((c->flags & BFO_COPY_DELETE) && c->sync.ix && !c->list_errors && !c->cut &&
+	    !atomic_load(&c->cancel) && !c->send_err)
 		deleted = sync_delete(&c->sync, c->flags & BFO_COPY_DRY_RUN, on_deleted, on_failed, c);
+	else if (c->flags & BFO_COPY_DELETE && c->cut)
+		copy_report(c, "--delete: nothing deleted (the sender's list did not come whole)", -EIO);
 	else if (c->flags & BFO_COPY_DELETE && c->list_errors)
 		copy_report(c, "--delete: nothing deleted (some entries could not be listed)", -EIO);
 	/* (cancelled: the run ends now, as it ends without a root's times) */

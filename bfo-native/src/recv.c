@@ -490,7 +490,12 @@ BFO_API int bfo_copier_recv_duplex(struct bfo_copier *c, int fd, int reply_fd, c
 			close(x.stopfd[i]);
 	if (c->w)
 		bfo_writer_stats(c->w, &x.wst);
-	copy_sync_end(c);               /* (after a failure: the index freed) */
+	/* After a failure (the index freed here): entries the sender's list
+	 * did not reach were never marked seen, and deleting them would
+	 * empty DST (a killed sender's receiver did). */
+	if (ret || !x.ended)
+		c->cut = true;
+	copy_sync_end(c);
 	copy_dest_close(c);
 	pthread_mutex_lock(&c->lock);
 	c->st.wire_received = x.in.bytes;

@@ -31,7 +31,10 @@
  *  - delete safety: a source directory that cannot be read (as uid 65534)
  *    deletes nothing (exit 1, said); a directory of DST swapped for a
  *    symbolic link to a directory outside at the moment its entries are
- *    deleted (test hook) deletes nothing outside DST.
+ *    deleted (test hook) deletes nothing outside DST; a remote receiver
+ *    whose answers cannot be written (the remote shell closes its stdout)
+ *    fails and deletes nothing, says so, and DST is as it was (a
+ *    snapshot).
  *  - remote (push and pull through a remote shell that runs the far side
  *    here): after a change, --delete equals cp -a; a rerun with nothing
  *    changed sends no file and no file data (the summary: 0 files sent,
@@ -591,6 +594,42 @@ static void scenario_delete_safety(void *arg)
 		free(u);
 	} else {
 		t_log("delete safety: the unreadable source needs root (to become uid 65534)");
+	}
+
+	/* a receiver whose answers cannot reach the sender (its stdout
+	 * closed by the remote shell): its run fails before the list came
+	 * whole, and nothing of DST is deleted, not even what the list
+	 * never reached (it once emptied DST: the index's entries were
+	 * never marked seen) */
+	{
+		char *bsrc = t_path(v->tmp, "bsrc"), *bdst = t_path(v->tmp, "bdst");
+		char *brsh = t_path(v->tmp, "rsh-noanswer"), bmsg[4096];
+		static const char sh[] = "#!/bin/sh\nshift\nexec sh -c \"$*\" >&-\n";
+
+		t_write_bytes(brsh, sh, sizeof(sh) - 1);
+		chmod(brsh, 0755);
+		make_tree(bsrc, 21);
+		tw_mkdirs(bdst);
+		tw_runl(&r, BFO_CLI, "cp", "-a", bsrc, bdst, (char *)NULL);
+		T_ASSERT(r.status == 0, "first copy: %s", r.err);
+		tw_run_free(&r);
+		t_sh("rm -rf '%s'/*/*", bsrc);   /* the source's subtrees gone: all would be deleted */
+		struct tw_snap *bs = tw_snapshot(bdst);
+		char *argv[] = { BFO_CLI, "cp", "-a", "--delete", "--rsh", brsh, "--remote-bfo", BFO_CLI,
+				 bsrc, (char *)tw_fmt("h:%s", bdst), NULL };
+
+		tw_run(&r, NULL, 0, (uid_t)-1, (gid_t)-1, argv);
+		TW_CHECK(r.status != 0, "[answers that cannot be written] exit 0: %s", r.err);
+		TW_CHECK(tw_snap_diff(bs, bdst, false, bmsg, sizeof(bmsg)) == 0,
+			 "[answers that cannot be written] DST changed: %s (%s)", bmsg, r.err);
+		TW_CHECK(strstr(r.err, "nothing deleted"), "[answers that cannot be written] not said: %s",
+			 r.err);
+		tw_run_free(&r);
+		tw_snap_free(bs);
+		t_sh("rm -rf '%s' '%s'", bsrc, bdst);
+		free(bsrc);
+		free(bdst);
+		free(brsh);
 	}
 	t_sh("rm -rf '%s' '%s' '%s'", src, dst, victim);
 	free(src);
