@@ -19,9 +19,10 @@
  *  - race: a writer renames new versions over the files, deletes and
  *    recreates them (freed inode numbers are reused by other names) and
  *    touches them, in a burst each time a window has listed the directory
- *    (after_hint), while that window reads the inodes and data: every
- *    file delivered holds exactly one version's bytes under its own name,
- *    and 40 windows read from raw inodes beside a burst;
+ *    (after_hint) of every other window, while that window reads the
+ *    inodes and data: every file delivered holds exactly one version's
+ *    bytes under its own name; of 40 windows, those read with the writer
+ *    quiet (the batches wait for its burst to end) take raw inodes;
  *  - reuse: a name whose inode number went to another file between the
  *    listing and the inode reads is delivered with its own bytes;
  *  - cached: a batch lists a directory once for all its windows: a later
@@ -279,11 +280,14 @@ struct race {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	unsigned go;                /* bursts asked for by after_hint, not yet begun */
+	bool busy;                  /* a burst under way */
 	unsigned hinted;            /* windows whose directories were listed */
 };
 
 /* After a window's directories were listed, before its inodes are read:
- * the writer's next burst, now, while the batch reads them. */
+ * the writer's next burst, now, while the batch reads them; every other
+ * window is read with the writer quiet (the batches wait for its burst to
+ * end), so that some files come from raw inodes whatever the timing. */
 static void race_hint(void *arg, uint32_t nfiles)
 {
 	struct race *r = arg;
@@ -291,7 +295,7 @@ static void race_hint(void *arg, uint32_t nfiles)
 	(void)nfiles;
 	pthread_mutex_lock(&r->lock);
 	r->hinted++;
-	r->go++;
+	r->go += r->hinted % 2;
 	pthread_cond_broadcast(&r->cond);
 	pthread_mutex_unlock(&r->lock);
 }
@@ -325,6 +329,7 @@ static void *race_writer(void *arg)
 		while (!r->go && !atomic_load(&r->stop))
 			pthread_cond_wait(&r->cond, &r->lock);
 		r->go = 0;
+		r->busy = true;
 		pthread_mutex_unlock(&r->lock);
 		if (atomic_load(&r->stop))
 			break;
@@ -344,6 +349,10 @@ static void *race_writer(void *arg)
 				t_fail("rename: %s", strerror(errno));
 		}
 		atomic_fetch_add(&r->versions, 8);
+		pthread_mutex_lock(&r->lock);
+		r->busy = false;
+		pthread_cond_broadcast(&r->cond);
+		pthread_mutex_unlock(&r->lock);
 	}
 	return NULL;
 }
@@ -406,6 +415,11 @@ static void race(const char *mnt)
 		t_results_free(res, NRACE);
 		rawmeta += st.files_rawmeta;
 		batches++;
+		/* the next batch begins with the writer quiet */
+		pthread_mutex_lock(&r.lock);
+		while (r.go || r.busy)
+			pthread_cond_wait(&r.cond, &r.lock);
+		pthread_mutex_unlock(&r.lock);
 	}
 	pthread_mutex_lock(&r.lock);
 	atomic_store(&r.stop, true);
