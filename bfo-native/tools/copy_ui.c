@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli_opts.h"
 #include "copy_ui.h"
@@ -171,56 +172,88 @@ static const char *human(uint64_t b, char *buf, size_t len)
 /* The summary line: files sent (or copied), skipped, deleted; bytes on
  * the wire; the speed-up against the tree's bytes (rsync's: the tree's
  * bytes over the bytes that crossed, or here were written). */
-static void summary(const struct copy_ui *ui, const struct bfo_copy_stats *st, bool dry)
+static void summary(FILE *f, const struct copy_ui *ui, const struct bfo_copy_stats *st, bool dry)
 {
 	uint64_t wire = st->wire_sent + st->wire_received;
 	uint64_t moved = wire ? wire : st->bytes;
 	char a[32], b[32], t[32];
 
-	fprintf(stderr, "bfo %s: %s%" PRIu64 " files %s (%s), %" PRIu64 " skipped, %" PRIu64 " deleted",
+	fprintf(f, "bfo %s: %s%" PRIu64 " files %s (%s), %" PRIu64 " skipped, %" PRIu64 " deleted",
 		ui->cmd, dry ? "dry run: " : "", st->files, dry ? "to copy" : !ui->writes ? "sent" : wire ? "written" : "copied",
 		human(st->bytes, a, sizeof(a)), st->skipped, st->deleted);
 	if (wire)
-		fprintf(stderr, "; %s on the wire (%s out, %s in)", human(wire, t, sizeof(t)),
+		fprintf(f, "; %s on the wire (%s out, %s in)", human(wire, t, sizeof(t)),
 			human(st->wire_sent, a, sizeof(a)), human(st->wire_received, b, sizeof(b)));
 	if (st->tree_bytes && moved)
-		fprintf(stderr, "; tree %s, speed-up %.1f", human(st->tree_bytes, a, sizeof(a)),
+		fprintf(f, "; tree %s, speed-up %.1f", human(st->tree_bytes, a, sizeof(a)),
 			(double)st->tree_bytes / (double)moved);
 	else if (st->tree_bytes)
-		fprintf(stderr, "; tree %s, none of it moved", human(st->tree_bytes, a, sizeof(a)));
-	fprintf(stderr, "\n");
+		fprintf(f, "; tree %s, none of it moved", human(st->tree_bytes, a, sizeof(a)));
+	fprintf(f, "\n");
 }
 
-void copy_ui_end(struct copy_ui *ui, struct bfo_copier *c, bool stats, bool sum)
+/* The closing lines are made whole and written to stderr in one write:
+ * the far side's lines share it (through ssh), and a line written in
+ * pieces was cut by one of theirs. */
+static void put_whole(char *text, size_t len)
 {
-	struct bfo_copy_stats st;
+	for (size_t done = 0; done < len;) {
+		ssize_t k = write(STDERR_FILENO, text + done, len - done);
 
-	bfo_copier_stats(c, &st);
-	cli_progress_tick(&ui->prog, st.files, st.bytes, true);
-	fflush(stdout);
-	if (sum || stats)
-		summary(ui, &st, ui->dry);
-	if (!stats)
-		return;
-	fprintf(stderr, "bfo %s: %" PRIu64 " files, %" PRIu64 " other entries, %.1f MB, %" PRIu64
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		done += (size_t)k;
+	}
+	free(text);
+}
+
+static void stats_lines(FILE *f, struct copy_ui *ui, struct bfo_copier *c, struct bfo_copy_stats st)
+{
+	fprintf(f, "bfo %s: %" PRIu64 " files, %" PRIu64 " other entries, %.1f MB, %" PRIu64
 		" errors", ui->cmd, st.files, st.others, (double)st.bytes / 1e6, st.errors);
 	/* Only the writing side skips (--update): a sender does not know. */
 	if (ui->writes)
-		fprintf(stderr, ", %" PRIu64 " skipped", st.skipped);
-	fprintf(stderr, " in %.3f s", (double)st.ns_total / 1e9);
+		fprintf(f, ", %" PRIu64 " skipped", st.skipped);
+	fprintf(f, " in %.3f s", (double)st.ns_total / 1e9);
 	if (st.read_engine)
-		fprintf(stderr, "; read engine %s", bfo_engine_name((int)st.read_engine));
+		fprintf(f, "; read engine %s", bfo_engine_name((int)st.read_engine));
 	if (ui->writes)
-		fprintf(stderr, "; write engine %s, %" PRIu64 " batches",
+		fprintf(f, "; write engine %s, %" PRIu64 " batches",
 			bfo_wengine_name((int)st.write_engine), st.batches);
-	fprintf(stderr, "\n");
+	fprintf(f, "\n");
 	/* The read side, when it ran here (not in bfo recv): which engine
 	 * and path read how many files.  "read engine" above is the one that
 	 * read most bytes. */
 	struct bfo_stats rst;
 
 	if (!bfo_copier_read_stats(c, &rst) && rst.files)
-		cli_print_engines(stderr, "  read: ", &rst);
+		cli_print_engines(f, "  read: ", &rst);
+}
+
+void copy_ui_end(struct copy_ui *ui, struct bfo_copier *c, bool stats, bool sum)
+{
+	struct bfo_copy_stats st;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	bfo_copier_stats(c, &st);
+	cli_progress_tick(&ui->prog, st.files, st.bytes, true);
+	fflush(stdout);
+	if (!sum && !stats)
+		return;
+	f = open_memstream(&text, &len);
+	if (!f)
+		f = stderr;              /* (no memory: in pieces, as before) */
+	summary(f, ui, &st, ui->dry);
+	if (stats)
+		stats_lines(f, ui, c, st);
+	if (f != stderr && fclose(f) == 0)
+		put_whole(text, len);
+	else if (f != stderr)
+		free(text);
 }
 
 int copy_ui_modes(struct copy_args *a)
