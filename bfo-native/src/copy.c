@@ -333,41 +333,17 @@ void copy_run_drain(struct bfo_copier *c)
 }
 
 /* The root standing for a source directory gets its metadata too, once
- * everything inside it is written. */
+ * everything inside it is written: the source's, as it was before the
+ * walk read it. */
 static void root_meta(struct bfo_copier *c, struct run *r)
 {
 	const struct stat *st = &r->root_meta_st;
-	struct timespec ts[2] = { st->st_atim, st->st_mtim };
-	struct stat now;
+	struct bfo_wentry e = { 0 };
 
-	/* Already so (a copy run again): left alone, as other directories
-	 * are (xattrs are not compared). */
-	int fd = c->dst_fd;
-	struct bfo_wentry x = { 0 };
-
-	copy_take_xattrs(c, r->root_meta_src, &x);
-	if (fd >= 0 && (c->flags & BFO_COPY_UPDATE) && fstat(fd, &now) == 0 &&
-	    now.st_mode == st->st_mode &&
-	    (!c->who.is_root || (now.st_uid == st->st_uid && now.st_gid == st->st_gid)) &&
-	    now.st_mtim.tv_sec == st->st_mtim.tv_sec && now.st_mtim.tv_nsec == st->st_mtim.tv_nsec &&
-	    copy_has_xattrs(fd, &x))
-		return;
-	mode_t mode = st->st_mode & 07777;
-
-	if (fd < 0) {
-		copy_report(c, c->root, -EBADF);
-	} else if (c->who.is_root && fchown(fd, st->st_uid, st->st_gid) < 0) {
-		if (errno != EINVAL) {
-			copy_report(c, c->root, -errno);
-		} else {
-			copy_owner_lost(c, c->root, -errno);
-			mode &= S_IRWXU;     /* as meta_apply keeps an entry */
-		}
-	}
-	if (fd >= 0)
-		copy_root_xattrs(r->root_meta_src, fd);
-	if (fd >= 0 && (fchmod(fd, mode) < 0 || futimens(fd, ts) < 0))
-		copy_report(c, c->root, -errno);
+	copy_meta(&c->who, &e, st->st_mode, st->st_uid, st->st_gid, st->st_atim.tv_sec,
+		  (uint32_t)st->st_atim.tv_nsec, st->st_mtim.tv_sec, (uint32_t)st->st_mtim.tv_nsec);
+	copy_take_xattrs(c, r->root_meta_src, &e);
+	copy_root_meta(c, &e);
 }
 
 /* Writer and reader end; the run's statistics and result. */

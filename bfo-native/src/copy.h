@@ -191,8 +191,6 @@ bool copy_source(struct bfo_copier *c, struct run *r, const char *src, const str
  * slot; -ENOMEM), then the copy of slot srcno (the walk, or the list). */
 int copy_source_prep(struct bfo_copier *c, struct run *r, const char *src, const struct stat *st);
 void copy_source_go(struct bfo_copier *c, struct run *r, uint16_t srcno);
-/* The destination root stands for a source directory: its xattrs too. */
-void copy_root_xattrs(const char *src, int dst);
 /* A directory, symbolic link (its target: target, or read from src when
  * NULL) or special file src (lstat st) of source srcno into the batch as
  * dest; replace: what has its name is replaced. */
@@ -266,6 +264,10 @@ void copy_report(struct bfo_copier *c, const char *path, int status);
 /* An entry written whose owner could not be given (bfo_copy_opts'
  * owner_lost, else the error callback): counted as an error. */
 void copy_owner_lost(struct bfo_copier *c, const char *path, int status);
+/* The destination root (c->dst_fd) takes e's metadata, as any directory:
+ * left alone when a rerun finds it so already, failures and an owner the
+ * namespace cannot give reported against c->root. */
+void copy_root_meta(struct bfo_copier *c, const struct bfo_wentry *e);
 /* The progress callback, at most every PROGRESS_NS unless force. */
 void copy_progress(struct bfo_copier *c, bool force);
 

@@ -43,14 +43,19 @@ bool copy_grow(void **p, size_t *cap, size_t need, size_t elem)
 	return true;
 }
 
+static void count_error(struct bfo_copier *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->st.errors++;
+	pthread_mutex_unlock(&c->lock);
+}
+
 void copy_report(struct bfo_copier *c, const char *path, int status)
 {
 	/* (from a sender's scan begun early: said later, or dropped) */
 	if (c->prescan && copy_report_deferred(c, path, status))
 		return;
-	pthread_mutex_lock(&c->lock);
-	c->st.errors++;
-	pthread_mutex_unlock(&c->lock);
+	count_error(c);
 	if (c->cb.error)
 		c->cb.error(c->cb.arg, path, status);
 }
@@ -61,10 +66,38 @@ void copy_owner_lost(struct bfo_copier *c, const char *path, int status)
 		copy_report(c, path, status);
 		return;
 	}
-	pthread_mutex_lock(&c->lock);
-	c->st.errors++;
-	pthread_mutex_unlock(&c->lock);
+	count_error(c);
 	c->owner_lost(c->owner_lost_arg, path, status);
+}
+
+/* The destination root already has the metadata e would give it (a copy
+ * run again): it is left alone, as other directories are. */
+static bool root_same(struct bfo_copier *c, const struct bfo_wentry *e)
+{
+	struct stat st;
+
+	return (c->flags & BFO_COPY_UPDATE) && fstat(c->dst_fd, &st) == 0 &&
+	       (st.st_mode & 07777) == e->mode &&
+	       (!(e->flags & BFO_WENTRY_OWNER) || (st.st_uid == e->uid && st.st_gid == e->gid)) &&
+	       (e->flags & BFO_WENTRY_TIMES) && st.st_mtim.tv_sec == e->mtime_sec &&
+	       (uint64_t)st.st_mtim.tv_nsec == e->mtime_nsec && copy_has_xattrs(c->dst_fd, e);
+}
+
+void copy_root_meta(struct bfo_copier *c, const struct bfo_wentry *e)
+{
+	int lost = 0, ret;
+
+	if (c->dst_fd < 0) {
+		copy_report(c, c->root, -EBADF);
+		return;
+	}
+	if (root_same(c, e))
+		return;
+	ret = meta_apply(c->dst_fd, false, e, false, false, NULL, &lost);
+	if (ret)
+		copy_report(c, c->root, ret);
+	else if (lost)
+		copy_owner_lost(c, c->root, lost);
 }
 
 void copy_progress(struct bfo_copier *c, bool force)

@@ -159,27 +159,6 @@ static void copy_tree(struct bfo_copier *c, const char *src, const char *prefix,
 	}
 }
 
-/* The destination root stands for a source directory: its xattrs too. */
-void copy_root_xattrs(const char *src, int dst)
-{
-	ssize_t n = llistxattr(src, NULL, 0);
-	char *names = n > 0 ? malloc((size_t)n) : NULL;
-
-	if (!names || (n = llistxattr(src, names, (size_t)n)) <= 0) {
-		free(names);
-		return;
-	}
-	for (char *k = names; k < names + n; k += strlen(k) + 1) {
-		ssize_t vl = lgetxattr(src, k, NULL, 0);
-		char *v = vl >= 0 ? malloc((size_t)vl + 1) : NULL;
-
-		if (v && (vl = lgetxattr(src, k, v, (size_t)vl)) >= 0)
-			fsetxattr(dst, k, v, (size_t)vl, 0);
-		free(v);
-	}
-	free(names);
-}
-
 int copy_source_prep(struct bfo_copier *c, struct run *r, const char *src, const struct stat *st)
 {
 	uint16_t srcno = (uint16_t)c->nsrcs;   /* sources that failed have no slot */

@@ -392,19 +392,6 @@ static void rx_free(struct rx *x)
 	pthread_cond_destroy(&x->cv);
 }
 
-/* The destination root already has the metadata e would give it (a copy
- * run again): it is left alone, as other directories are. */
-static bool root_same(struct bfo_copier *c, const struct bfo_wentry *e)
-{
-	struct stat st;
-
-	return (c->flags & BFO_COPY_UPDATE) && fstat(c->dst_fd, &st) == 0 &&
-	       (st.st_mode & 07777) == e->mode &&
-	       (!(e->flags & BFO_WENTRY_OWNER) || (st.st_uid == e->uid && st.st_gid == e->gid)) &&
-	       (e->flags & BFO_WENTRY_TIMES) && st.st_mtim.tv_sec == e->mtime_sec &&
-	       (uint64_t)st.st_mtim.tv_nsec == e->mtime_nsec && copy_has_xattrs(c->dst_fd, e);
-}
-
 /* The end: the sender's totals against what came (a sender that could
  * not read everything keeps --delete from deleting). */
 static void finish(struct rx *x)
@@ -427,16 +414,9 @@ static void root_meta(struct rx *x)
 {
 	struct bfo_copier *c = x->c;
 
-	if (x->have_root_meta && c->archive && !atomic_load(&c->cancel) && c->dst_fd >= 0 &&
-	    !(c->flags & BFO_COPY_DRY_RUN) && !root_same(c, &x->root_meta)) {
-		int lost = 0;
-		int ret = meta_apply(c->dst_fd, false, &x->root_meta, false, false, NULL, &lost);
-
-		if (ret)
-			copy_report(c, c->root, ret);
-		else if (lost)
-			copy_owner_lost(c, c->root, lost);
-	}
+	if (x->have_root_meta && c->archive && !atomic_load(&c->cancel) &&
+	    !(c->flags & BFO_COPY_DRY_RUN))
+		copy_root_meta(c, &x->root_meta);
 }
 
 static int recv_run(struct bfo_copier *c, struct rx *x, const char *dst)
