@@ -518,9 +518,10 @@ struct bfo_write_stats {
 	uint64_t ns_manifest, ns_data, ns_meta, ns_sync;
 	uint32_t engine;        /* enum bfo_wengine in use */
 	uint32_t reserved0;
-	/* DURABILITY_CLOSE: syncfs calls run behind the deferred batches, so
-	 * that their writeback overlaps the batches that follow (not
-	 * durability points: the writer's own syncfs at close is) */
+	/* DURABILITY_BATCH and CLOSE: syncfs calls run behind the data as it
+	 * is written (one per 8 MiB at most), so that the device writes while
+	 * the rest is created (not durability points: the batch's syncfs, or
+	 * with CLOSE the writer's own at close, are) */
 	uint64_t writebacks;
 	uint64_t reserved[7];
 };

@@ -469,8 +469,11 @@ static int batch_data(struct wbatch *b)
 	batch_round(b, 0, b->nearly);
 	batch_round(b, b->nearly, b->ntasks);
 	for (uint32_t i = 0; i < b->n; i++)
-		if (b->piece[i] && !b->e[i].status)
+		if (b->piece[i] && !b->e[i].status) {
 			set_status(b, i, batch_stopped(b) ? -ECANCELED : write_piece(b, i));
+			if (!b->e[i].status)
+				flusher_note(b->w, b->e[i].length);
+		}
 	/* Hard links after everything they may link to exists by its name:
 	 * with REPLACE that is after the renames (batch_sync). */
 	if (!b->temps)
@@ -550,14 +553,6 @@ static int batch_end(struct wbatch *b, int ret)
 
 		d->mfd = b->mfd;
 		snprintf(d->mname, sizeof(d->mname), "%s", b->mname);
-		for (uint32_t i = 0; i < b->n; i++)
-			if (e[i].type == BFO_WTYPE_FILE && !e[i].status)
-				w->fl.bytes += e[i].length;
-		/* (a copy of a few megabytes: its one syncfs at close only) */
-		if (w->fl.bytes >= FLUSH_MIN_BYTES) {
-			w->fl.bytes = 0;
-			flusher_kick(w);
-		}
 	} else if (b->mfd >= 0) {
 		journal_batch_remove(w->jfd, b->mname);
 		close(b->mfd);   /* releases the lock */

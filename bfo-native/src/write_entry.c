@@ -272,6 +272,7 @@ void group_task(struct pool_task *pt)
 	struct wbatch *b = t->b;
 	struct bfo_writer *w = b->w;
 	int dfd = wpath_open_dir_held(w->rootfd, t->dir, !t->late);
+	uint64_t bytes = 0;
 
 	if (dfd >= 0 && bfo_test_hooks.dir_opened)
 		bfo_test_hooks.dir_opened(bfo_test_hooks.arg, t->dir);
@@ -280,6 +281,8 @@ void group_task(struct pool_task *pt)
 		struct bfo_wentry *e = &b->e[i];
 		int ret;
 
+		if (b->files_done && e->type == BFO_WTYPE_FILE && !e->status)
+			bytes += e->length;      /* (written by the io_uring chains) */
 		if (e->status || (b->files_done && e->type == BFO_WTYPE_FILE))
 			continue;
 		if (batch_stopped(b)) {
@@ -297,9 +300,12 @@ void group_task(struct pool_task *pt)
 		default: ret = write_special(b, dfd, i); break;
 		}
 		set_status(b, i, ret);
+		if (!ret && e->type == BFO_WTYPE_FILE)
+			bytes += e->length;
 	}
 	if (dfd >= 0)
 		fdl_close(dfd);
+	flusher_note(w, bytes);
 	pthread_mutex_lock(&w->lock);
 	if (--w->tasks_left == 0)
 		pthread_cond_broadcast(&w->cond);

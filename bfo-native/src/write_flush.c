@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * DURABILITY_CLOSE's writeback while batches are written (writer.h,
- * struct flusher).  Deferred batches share one syncfs at close, and the
+ * The writeback behind a writer's data (writer.h, struct flusher).  The
  * kernel starts writing a file system's dirty pages back on its own only
- * above dirty_background_ratio (10% of memory: gigabytes): so every byte
- * of a copy waited for that last syncfs, the tail of a first copy (0.5 to
- * 0.7 s for 400 MB).  Here a thread runs syncfs behind the deferred
- * batches, each time FLUSH_MIN_BYTES more were written (one syncfs at a
- * time; what is deferred meanwhile is taken by the next), so that the
- * writeback overlaps the batches that follow and the last syncfs finds
- * little left.  It is no durability point: the deferred manifests
- * stay until the writer's own syncfs, as before.
- */
+ * above dirty_background_ratio (10% of memory: gigabytes), so every byte
+ * a batch wrote waited for its durability point: the batch's syncfs
+ * (DURABILITY_BATCH), or the one syncfs the deferred batches share at
+ * close (DURABILITY_CLOSE: 0.5 to 0.7 s at the end of a first copy of
+ * 400 MB).  Here a thread runs syncfs behind the data as the directory
+ * tasks write it, each time FLUSH_MIN_BYTES more were written (one syncfs
+ * at a time; what is written meanwhile is taken by the next), so that the
+ * device writes while the rest of the batch is created and the
+ * durability point finds little left.  It is no durability point: the
+ * manifests stay until the writer's own syncfs, as before. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -41,11 +41,11 @@ static void *flusher_main(void *arg)
 	return NULL;
 }
 
-void flusher_kick(struct bfo_writer *w)
+/* (f->lock held) */
+static void kick(struct bfo_writer *w)
 {
 	struct flusher *f = &w->fl;
 
-	pthread_mutex_lock(&f->lock);
 	if (!f->started && !f->failed) {
 		sigset_t all, old;
 
@@ -53,11 +53,27 @@ void flusher_kick(struct bfo_writer *w)
 		sigfillset(&all);
 		pthread_sigmask(SIG_SETMASK, &all, &old);
 		f->started = pthread_create(&f->thread, NULL, flusher_main, w) == 0;
-		f->failed = !f->started;     /* then the last syncfs does it all, as before */
+		f->failed = !f->started;     /* then the durability point does it all, as before */
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
 	f->kicks++;
 	pthread_cond_signal(&f->cond);
+}
+
+void flusher_note(struct bfo_writer *w, uint64_t bytes)
+{
+	struct flusher *f = &w->fl;
+
+	/* NONE asked for no sync at all; EACH syncs every file itself */
+	if (!bytes || (w->o.durability != BFO_DURABILITY_BATCH &&
+		       w->o.durability != BFO_DURABILITY_CLOSE))
+		return;
+	pthread_mutex_lock(&f->lock);
+	f->bytes += bytes;
+	if (f->bytes >= FLUSH_MIN_BYTES) {
+		f->bytes = 0;
+		kick(w);
+	}
 	pthread_mutex_unlock(&f->lock);
 }
 

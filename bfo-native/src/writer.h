@@ -91,14 +91,14 @@ struct bfo_writer {
 		char mname[96];
 	} deferred[DEFER_MAX_BATCHES];
 	unsigned ndeferred;
-	/* DURABILITY_CLOSE: writeback started in the background after each
-	 * deferred batch (write_flush.c) */
+	/* DURABILITY_BATCH and CLOSE: writeback started in the background
+	 * behind the data the directory tasks write (write_flush.c) */
 	struct flusher {
 		pthread_mutex_t lock;
 		pthread_cond_t cond;
 		pthread_t thread;
 		uint64_t kicks, done;   /* writebacks asked for; of them, begun */
-		uint64_t bytes;         /* file bytes deferred since the last kick */
+		uint64_t bytes;         /* file bytes written since the last kick */
 		bool started, failed, stop;
 	} fl;
 	/* bfo_writer_cancel(), or its copier's cancel or broken stream
@@ -171,7 +171,9 @@ struct wtask {
 void release_deferred(struct bfo_writer *w);
 /* write_flush.c: a batch was deferred (its writeback starts behind it);
  * the writer closes (waits for a syncfs under way). */
-void flusher_kick(struct bfo_writer *w);
+/* A directory task wrote bytes of files: a writeback is asked for behind
+ * each FLUSH_MIN_BYTES (DURABILITY_BATCH and CLOSE only). */
+void flusher_note(struct bfo_writer *w, uint64_t bytes);
 void flusher_stop(struct bfo_writer *w);
 /* A descriptor of the writer's root, the caller's to close (or -errno):
  * for the copiers, which give the root its source's metadata at the end

@@ -40,6 +40,9 @@
  *    after the writeback run behind the second batch, which holds 8 MiB
  *    (writebacks; none behind the first, of 192 bytes; no sync counted);
  *    every file whole after close, no journal left.
+ *  - writeback: DURABILITY_BATCH asks for a writeback within a batch of
+ *    12 MiB (behind its first 8 MiB), still one durability point per
+ *    batch, every file whole.
  *  - rofs: a read-only ext4 (mount -o remount,ro): bfo_writer_open gives
  *    -EROFS for a new root, an existing root and a root holding a
  *    .bfo-journal left by an earlier writer; `bfo write` exits 2 naming
@@ -789,6 +792,59 @@ static void scenario_close(void *arg)
 	tw_checks_end();
 }
 
+/* ------------------------------------------------------------ writeback */
+
+/* DURABILITY_BATCH: the writeback starts behind the data as the directory
+ * tasks write it, within the batch (a batch of 12 MiB in three
+ * directories asks for one behind its first 8 MiB); the batch still has
+ * its one durability point, and its files are whole. */
+static void scenario_writeback(void *arg)
+{
+	const char *dir = arg;
+	char *base = t_mkdtemp_in(dir);
+	char *root = t_path(base, "dst");
+	struct bfo_writer *w = wopen(root, BFO_WENGINE_AUTO, 0, BFO_DURABILITY_BATCH);
+	struct bfo_write_stats st;
+	enum { N = 3 };
+	size_t len = 4u << 20;
+	uint8_t *data[N];
+	struct bfo_wentry e[N];
+
+	for (int i = 0; i < N; i++) {
+		T_ASSERT((data[i] = malloc(len)), "malloc");
+		t_fill_random(data[i], len, 7100 + (unsigned)i);
+		e[i] = (struct bfo_wentry){ .path = strdup(tw_fmt("d%d/f", i)), .type = BFO_WTYPE_FILE,
+					    .mode = 0644, .data = data[i], .length = len };
+	}
+	T_OK(bfo_writer_write(w, e, N));
+	T_OK(bfo_writer_stats(w, &st));
+	TW_CHECK(st.syncs == 1, "durability points of one batch: %llu, expected 1",
+		 (unsigned long long)st.syncs);
+	/* asked for while the batch was written; waited for, not timed */
+	while (!st.writebacks) {
+		tw_sleep_ns(1000000);
+		T_OK(bfo_writer_stats(w, &st));
+	}
+	TW_CHECK(st.syncs == 1, "a writeback counted as a durability point");
+	T_OK(bfo_writer_close(w));
+	for (int i = 0; i < N; i++) {
+		char why[256];
+		int fd = open(root, O_RDONLY | O_DIRECTORY);
+
+		TW_CHECK(tw_file_check(fd, e[i].path, data[i], len, why, sizeof(why)) == 0, "%s: %s",
+			 e[i].path, why);
+		close(fd);
+		free((char *)e[i].path);
+		free(data[i]);
+	}
+	no_leftovers(root, "writeback");
+	t_log("durability batch: a writeback behind 8 MiB of a 12 MiB batch, one durability point, "
+	      "files whole");
+	free(root);
+	free(base);
+	tw_checks_end();
+}
+
 /* ------------------------------------------------------------ rofs */
 
 static void scenario_rofs(void *arg)
@@ -1088,6 +1144,7 @@ int main(void)
 	t_subtest("long", 60, scenario_long, (void *)tmp);
 	t_subtest("empty", 60, scenario_empty, (void *)tmp);
 	t_subtest("close", 60, scenario_close, (void *)tmp);
+	t_subtest("writeback", 60, scenario_writeback, (void *)tmp);
 
 	if (!t_is_root()) {
 		t_log("not root: mount, rofs, enospc, edquot and XFS parts skipped (they need loop devices)");
