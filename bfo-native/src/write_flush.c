@@ -11,7 +11,8 @@
  * at a time; what is written meanwhile is taken by the next), so that the
  * device writes while the rest of the batch is created and the
  * durability point finds little left.  It is no durability point: the
- * manifests stay until the writer's own syncfs, as before. */
+ * manifests stay until the writer's own syncfs, as before.
+ */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>

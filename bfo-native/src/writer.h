@@ -169,10 +169,9 @@ struct wtask {
 /* The deferred batches are durable (a syncfs just returned): their
  * manifests go. */
 void release_deferred(struct bfo_writer *w);
-/* write_flush.c: a batch was deferred (its writeback starts behind it);
- * the writer closes (waits for a syncfs under way). */
-/* A directory task wrote bytes of files: a writeback is asked for behind
- * each FLUSH_MIN_BYTES (DURABILITY_BATCH and CLOSE only). */
+/* write_flush.c: a directory task wrote bytes of files (a writeback is
+ * asked for behind each FLUSH_MIN_BYTES, DURABILITY_BATCH and CLOSE
+ * only); the writer closes (waits for a syncfs under way). */
 void flusher_note(struct bfo_writer *w, uint64_t bytes);
 void flusher_stop(struct bfo_writer *w);
 /* A descriptor of the writer's root, the caller's to close (or -errno):
