@@ -383,10 +383,12 @@ enum bfo_wengine {
 	BFO_WENGINE_AUTO = 0,
 	/* the batch's data in one stem file, written sequentially and made
 	 * durable, then shared into each file with FICLONERANGE (XFS with
-	 * reflink, btrfs); the stem is removed after the batch */
+	 * reflink, btrfs; -EOPNOTSUPP elsewhere); the stem is removed after
+	 * the batch.  Chosen by name only: AUTO is BATCHED */
 	BFO_WENGINE_STEM = 1,
 	/* files created and written directory by directory on worker
-	 * threads; one syncfs for the batch */
+	 * threads, the writeback behind them; one syncfs for the batch (what
+	 * AUTO picks, on every file system) */
 	BFO_WENGINE_BATCHED = 2,
 	/* the batched engine's plan, each whole file submitted as one io_uring
 	 * open/write/close chain instead of on worker threads (io-wq capped at
@@ -532,8 +534,8 @@ struct bfo_writer;
  * bfo_writer_open - open a writer on the directory root (created if
  * missing, with its parents, unless BFO_WRITE_NO_MKROOT: then -ENOENT).
  * Runs recovery of unfinished batches found in
- * ROOT/.bfo-journal first.  Picks the engine (AUTO: stem where the file
- * system shares blocks, batched elsewhere).  Returns 0 and the writer in
+ * ROOT/.bfo-journal first.  Picks the engine (AUTO: batched, on every
+ * file system).  Returns 0 and the writer in
  * *w, or -errno (-ENOTDIR, -EROFS, -EACCES, -EOPNOTSUPP for a forced stem
  * engine the file system cannot run...).  The caller owns the writer and
  * ends it with bfo_writer_close().

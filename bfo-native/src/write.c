@@ -213,15 +213,14 @@ BFO_API int bfo_writer_open(struct bfo_writer **out, const char *root, const str
 	journal_recover(w->rootfd, w->jfd, &rs);
 	w->blksz = fstatvfs(w->rootfd, &sv) == 0 && sv.f_bsize >= 512 && sv.f_bsize <= (1u << 20) ?
 		   (uint32_t)sv.f_bsize : 4096;
-	if (w->o.engine == BFO_WENGINE_AUTO || w->o.engine == BFO_WENGINE_STEM) {
-		if (probe_clone(w)) {
-			w->engine = BFO_WENGINE_STEM;
-		} else if (w->o.engine == BFO_WENGINE_STEM) {
+	/* AUTO is batched everywhere: with the writeback behind the tasks,
+	 * it beat stem on XFS at every file size (benchmarks/README.md, W1) */
+	if (w->o.engine == BFO_WENGINE_STEM) {
+		if (!probe_clone(w)) {
 			ret = -EOPNOTSUPP;
 			goto fail;
-		} else {
-			w->engine = BFO_WENGINE_BATCHED;
 		}
+		w->engine = BFO_WENGINE_STEM;
 	} else {
 		w->engine = BFO_WENGINE_BATCHED;
 		w->uring = w->o.engine == BFO_WENGINE_URING;

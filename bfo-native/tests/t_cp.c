@@ -19,7 +19,7 @@
  *    and counts, the top directory's own metadata), exit 0, nothing on
  *    stderr, no .bfo-tmp.* or .bfo-journal left; the same with
  *    --durability none, batch and each, with --write-engine uring, and onto a loop XFS
- *    (the stem engine).
+ *    (auto, which is batched, and the stem engine by name).
  *  - destination rules: DST an existing directory -> DST/basename(SRC);
  *    one file SRC -> the file DST; one file into a directory; several
  *    SOURCEs into a directory (compared with cp doing the same); several
@@ -138,18 +138,23 @@ static void scenario_archive(void *arg)
 		t_log("%s: compared with cp -a", what);
 		free(dst);
 	}
-	if (v->xfs) {
+	/* onto XFS: auto (batched), and the stem engine by name */
+	for (int k = 0; v->xfs && k < 2; k++) {
+		const char *engine = k ? "stem" : "batched";
 		char *dst = t_pathf("%s/archive-xfs", v->xfs);
-		const char *args[] = { "-a", "--stats", tw_fmt("%s/", v->src), dst, NULL };
+		const char *args[] = { "-a", "--stats", "--write-engine", k ? "stem" : "auto",
+				       tw_fmt("%s/", v->src), dst, NULL };
+		char what[64];
 
+		snprintf(what, sizeof(what), "cp -a onto XFS (%s)", engine);
 		bfo_cp(&r, (uid_t)-1, args);
-		TW_CHECK(r.status == 0, "[cp -a onto XFS] exit %d, stderr: %s", r.status, r.err);
-		TW_CHECK(strstr(r.err, "write engine stem") != NULL, "[cp -a onto XFS] not the stem engine: %s",
-			 r.err);
+		TW_CHECK(r.status == 0, "[%s] exit %d, stderr: %s", what, r.status, r.err);
+		TW_CHECK(strstr(r.err, tw_fmt("write engine %s", engine)) != NULL, "[%s] not the %s engine: %s",
+			 what, engine, r.err);
 		tw_run_free(&r);
-		tw_expect_copy(v->ref, dst, cpa_flags(), "cp -a onto XFS (stem)");
+		tw_expect_copy(v->ref, dst, cpa_flags(), what);
 		t_sh("rm -rf '%s'", dst);
-		t_log("cp -a onto XFS (stem): compared with cp -a");
+		t_log("%s: compared with cp -a", what);
 		free(dst);
 	}
 	tw_checks_end();

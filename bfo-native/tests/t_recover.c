@@ -698,13 +698,15 @@ static void scenario_pieces(void *arg)
 	tw_checks_end();
 }
 
-/* Killed while bfo_writer_open probes for block sharing (its probe files
- * live in the journal directory). */
+/* Killed while bfo_writer_open probes for block sharing, which it does
+ * when the stem engine is asked for (its probe files live in the journal
+ * directory). */
 static void open_only(void *arg)
 {
+	struct bfo_write_opts o = { .size = sizeof(o), .engine = BFO_WENGINE_STEM };
 	struct bfo_writer *w;
 
-	bfo_writer_open(&w, arg, NULL);
+	bfo_writer_open(&w, arg, &o);
 	_exit(96);                   /* not reached: parked in the probe */
 }
 

@@ -1154,16 +1154,15 @@ int main(void)
 						BFO_WENGINE_URING };
 		}
 	}
-	/* AUTO picks stem where blocks can be shared, batched elsewhere */
+	/* AUTO picks batched, also where blocks can be shared (stem by name) */
 	static struct cfg auto_tmp, auto_xfs;
 
 	auto_tmp = (struct cfg){ "auto/tmp/batch", tmp, BFO_WENGINE_AUTO, 0, BFO_DURABILITY_BATCH,
-				 strcmp(tw_fstype(tmp), "xfs") && strcmp(tw_fstype(tmp), "btrfs") ?
-				 BFO_WENGINE_BATCHED : BFO_WENGINE_STEM };
+				 BFO_WENGINE_BATCHED };
 	t_subtest("types auto/tmp", 300, scenario_types, &auto_tmp);
 	if (xfs) {
 		auto_xfs = (struct cfg){ "auto/xfs/batch", xfs, BFO_WENGINE_AUTO, 0, BFO_DURABILITY_BATCH,
-					 BFO_WENGINE_STEM };
+					 BFO_WENGINE_BATCHED };
 		t_subtest("types auto/xfs", 300, scenario_types, &auto_xfs);
 	}
 	for (int i = 0; i < ncfg; i++) {

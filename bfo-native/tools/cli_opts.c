@@ -134,7 +134,7 @@ const struct cli_cmd cli_cmd_plan = {
 #define ROW_REPLACE_ALL { .name = "replace", .letter = 'f', \
 	.help = "replace every file, whether its copy differs or not" }
 #define ROW_WENGINE { .name = "write-engine", .arg = "ENGINE", .values = cli_wengines, .help = \
-	"how files are written (default auto: stem where reflinks work, else batched)" }
+	"how files are written (default auto: batched; stem only where reflinks work)" }
 #define ROW_STATS { .name = "stats", \
 	.help = "print what ran on stderr: files, bytes, engines, batches" }
 #define ROW_DELETE { .name = "delete", .help = \

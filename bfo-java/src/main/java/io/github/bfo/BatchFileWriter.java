@@ -48,8 +48,8 @@ import java.util.Objects;
  * bounded buffer (the native pieces protocol: the file grows under a
  * temporary name and appears at its path complete, with its last piece).
  *
- * <p>Engines: "stem" (XFS with reflink, btrfs) or "batched" (elsewhere) in
- * libbfo; without libbfo a pure-Java engine (engine "java": temporary file,
+ * <p>Engines: "batched" (the default everywhere) or, by name, "stem" (XFS
+ * with reflink, btrfs) in libbfo; without libbfo a pure-Java engine (engine "java": temporary file,
  * then an atomic rename, fsync per file unless durability is NONE; no
  * crash manifest, no FIFOs) serves the same API.
  *
@@ -104,7 +104,7 @@ public final class BatchFileWriter implements AutoCloseable {
 
     /** The writer's engine (native {@code enum bfo_wengine}, plus the pure-Java one). */
     public enum Engine {
-        /** Stem where the file system shares blocks, batched elsewhere; Java without libbfo. */
+        /** Batched with libbfo (on every file system); Java without libbfo. */
         AUTO,
         /** One stem file, shared into each file with FICLONERANGE (XFS with reflink, btrfs); native only. */
         STEM,
