@@ -3,8 +3,9 @@
  * t_crash: SIGKILL the writer at random points, then recover.
  *
  * On a loop-mounted ext4 (batched engine) and a loop-mounted XFS (the
- * stem engine, by name: auto is batched there too), a stream of about 2,000 files (0 bytes to 512 KiB, one of
- * 20 MiB that is written in pieces, symbolic links, directories) is written
+ * stem engine, by name: auto is batched there too), a stream of about
+ * 2,000 files (0 bytes to 512 KiB, one of 20 MiB that is written in
+ * pieces, symbolic links, directories) is written
  * with `bfo write --batch-files 300 --batch-bytes 4M` (several batches per
  * run), `bfo write --write-engine uring`, or copied from a plain tree with `bfo cp -a`.
  * Each destination already holds files of its own: some elsewhere, some at
