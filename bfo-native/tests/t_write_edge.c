@@ -713,6 +713,17 @@ static void scenario_empty(void *arg)
 
 /* ------------------------------------------------------------ close durability */
 
+/* Until the writer's first writeback ran (asked for by a write that
+ * returned; waited for, not timed: the watchdog bounds it), *st its stats. */
+static void wait_writeback(struct bfo_writer *w, struct bfo_write_stats *st)
+{
+	T_OK(bfo_writer_stats(w, st));
+	while (!st->writebacks) {
+		tw_sleep_ns(1000000);
+		T_OK(bfo_writer_stats(w, st));
+	}
+}
+
 /* DURABILITY_CLOSE: each batch's manifest stays until the syncfs that
  * covers it (at close, or when 64 batches wait), also after the writeback
  * run behind 8 MiB (bfo_write_stats.writebacks); after close, the files
@@ -751,10 +762,7 @@ static void scenario_close(void *arg)
 		if (b == 1) {
 			/* the writeback started behind 8 MiB runs (waited for,
 			 * not timed) and is no durability point */
-			while (!st.writebacks) {
-				tw_sleep_ns(1000000);
-				T_OK(bfo_writer_stats(w, &st));
-			}
+			wait_writeback(w, &st);
 			TW_CHECK(st.syncs == 0, "a writeback counted as a durability point");
 		}
 		int m = tw_manifests(root, NULL, 0);
@@ -821,10 +829,7 @@ static void scenario_writeback(void *arg)
 	TW_CHECK(st.syncs == 1, "durability points of one batch: %llu, expected 1",
 		 (unsigned long long)st.syncs);
 	/* asked for while the batch was written; waited for, not timed */
-	while (!st.writebacks) {
-		tw_sleep_ns(1000000);
-		T_OK(bfo_writer_stats(w, &st));
-	}
+	wait_writeback(w, &st);
 	TW_CHECK(st.syncs == 1, "a writeback counted as a durability point");
 	T_OK(bfo_writer_close(w));
 	for (int i = 0; i < N; i++) {
