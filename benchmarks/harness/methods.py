@@ -63,6 +63,7 @@ class Method:
     capture_stdout: bool = False                # False: stdout goes to /dev/null during timed runs
     prepare: Optional[Callable[[Ctx], None]] = None
     after: Optional[Callable[[Ctx, util.Result], Optional[str]]] = None   # -> error of a check, or None
+    extra: Optional[Callable[[Ctx], dict]] = None     # untimed figures measured after a run, added to its stats
     scenario: str = "read"                      # read | w1 | m1 | m2
     stdin: Optional[Callable[[Ctx], Path]] = None     # file the timed command reads on stdin
     warm: Optional[Callable[[Ctx], list]] = None      # files read into the page cache after the cache drop

@@ -28,7 +28,7 @@ import java.util.stream.Stream;
  * benchmark harness (benchmarks/harness/javaread.py):
  *
  * <pre>
- * java -cp benchmarks/target/benchmarks.jar io.github.bfo.bench.JavaRead DIR METHOD [--sha256]
+ * java -cp benchmarks/target/benchmarks.jar io.github.bfo.bench.JavaRead DIR METHOD [--sha256 | --rounds N]
  * </pre>
  *
  * METHOD is one of
@@ -46,70 +46,123 @@ import java.util.stream.Stream;
  * files, bytes, seconds (the read itself, walk included, measured inside
  * the JVM), setup_seconds (bfo methods: loading JNA and libbfo and making
  * the reader, before the read), jvm_seconds (JVM start to the end of the
- * read) and, for the bfo methods, the engine and I/O counts.
+ * read), later_seconds (the rounds after the first, see below) and, for
+ * the bfo methods, the engine and I/O counts (of the last round).
+ *
+ * <p>{@code --rounds N} reads the tree N times in one JVM with one reader,
+ * dropping the caches before each round after the first (root only, as the
+ * harness drops them before the first): "seconds" stays the first round's,
+ * a fresh JVM's, and later_seconds lists the others, read cold as well but
+ * with the JIT warm, which is what a long-lived JVM (a Spark executor, a
+ * Hadoop task reused) pays per read.
  */
 public final class JavaRead {
     private JavaRead() {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length < 2) {
+        if (args.length < 2 || (args.length > 2 && !args[2].equals("--sha256")
+                && !(args[2].equals("--rounds") && args.length == 4))) {
             System.err.println("usage: JavaRead DIR bfo-java|bfo-java-list|readallbytes-loop|readallbytes-parallel "
-                    + "[--sha256]");
+                    + "[--sha256 | --rounds N]");
             System.exit(2);
         }
         Path dir = Path.of(args[0]);
         String method = args[1];
         boolean sha = args.length > 2 && args[2].equals("--sha256");
+        int rounds = args.length == 4 ? Integer.parseInt(args[3]) : 1;
+        if (!List.of("bfo-java", "bfo-java-list", "readallbytes-loop", "readallbytes-parallel").contains(method)) {
+            System.err.println("JavaRead: unknown method " + method);
+            System.exit(2);
+        }
+        if (rounds < 1 || rounds > 100) {
+            System.err.println("JavaRead: --rounds " + rounds + " is not in 1..100");
+            System.exit(2);
+        }
         PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), false);
-        Consumer c = new Consumer(sha, out);
         long t0 = System.nanoTime();
         long setup = 0;
+        BatchFileReader reader = null;
+        if (method.startsWith("bfo-java")) {
+            // setup: loading JNA and libbfo (extracted from the jar), the native context
+            reader = BatchFileReader.builder().build();
+            setup = System.nanoTime() - t0;
+        }
+        Consumer c = null;
         String extra = "";
+        double first = 0;
+        StringBuilder later = new StringBuilder();
+        try {
+            for (int round = 0; round < rounds; round++) {
+                if (round > 0) {
+                    dropCaches();   // every round reads cold, as the first: only the JVM is warm
+                }
+                c = new Consumer(sha, out);
+                long t = System.nanoTime();
+                extra = readOnce(method, dir, reader, c);
+                double secs = (System.nanoTime() - t) / 1e9;
+                if (round == 0) {
+                    first = secs;
+                } else {
+                    later.append(later.length() == 0 ? "" : ",").append(String.format("%.3f", secs));
+                }
+                if (c.failed != 0) {
+                    break;
+                }
+            }
+        } finally {
+            if (reader != null) {
+                reader.close();
+            }
+        }
+        double jvm = ManagementFactory.getRuntimeMXBean().getUptime() / 1e3;
+        out.printf("{\"method\":\"%s\",\"files\":%d,\"failed\":%d,\"bytes\":%d,\"seconds\":%.3f,"
+                + "\"setup_seconds\":%.3f,\"jvm_seconds\":%.3f,\"later_seconds\":[%s],\"sum\":%d%s}%n", method,
+                c.files, c.failed, c.bytes, first, setup / 1e9, jvm, later, c.sum, extra);
+        out.flush();
+        System.exit(c.failed == 0 ? 0 : 1);
+    }
+
+    /** One read of every file under dir into c; returns the JSON fields of the bfo methods' statistics. */
+    static String readOnce(String method, Path dir, BatchFileReader r, Consumer c) throws IOException {
         switch (method) {
             case "bfo-java":
             case "bfo-java-list": {
-                // setup: loading JNA and libbfo (extracted from the jar), the native context
-                try (BatchFileReader r = BatchFileReader.builder().build()) {
-                    setup = System.nanoTime() - t0;
-                    t0 = System.nanoTime();
-                    FileBatch b;
-                    if (method.equals("bfo-java")) {
-                        b = r.readTree(dir);
-                    } else {
-                        List<Path> paths;
-                        try (Stream<Path> s = Files.walk(dir)) {
-                            paths = s.filter(Files::isRegularFile).collect(Collectors.toList());
-                        }
-                        b = r.read(paths);
+                FileBatch b;
+                if (method.equals("bfo-java")) {
+                    b = r.readTree(dir);
+                } else {
+                    List<Path> paths;
+                    try (Stream<Path> s = Files.walk(dir)) {
+                        paths = s.filter(Files::isRegularFile).collect(Collectors.toList());
                     }
-                    try (b) {
-                        for (FileData f : b) {
-                            if (!f.isOk()) {
-                                System.err.println("JavaRead: " + f.failure());
-                                c.failed++;
-                                continue;
-                            }
-                            c.piece(f.index(), f.path(), f.data(), f.isLast());
-                        }
-                        ReadStats st = b.stats();
-                        extra = String.format(",\"engine\":\"%s\",\"ios\":%d,\"regions\":%d,\"meta_seconds\":%.3f,"
-                                        + "\"data_seconds\":%.3f,\"native\":%s", st.engine(), st.ios(), st.regions(),
-                                st.metadataTime().toNanos() / 1e9, st.dataTime().toNanos() / 1e9, r.isNative());
-                    }
+                    b = r.read(paths);
                 }
-                break;
+                try (b) {
+                    for (FileData f : b) {
+                        if (!f.isOk()) {
+                            System.err.println("JavaRead: " + f.failure());
+                            c.failed++;
+                            continue;
+                        }
+                        c.piece(f.index(), f.path(), f.data(), f.isLast());
+                    }
+                    ReadStats st = b.stats();
+                    return String.format(",\"engine\":\"%s\",\"ios\":%d,\"regions\":%d,\"meta_seconds\":%.3f,"
+                                    + "\"data_seconds\":%.3f,\"native\":%s", st.engine(), st.ios(), st.regions(),
+                            st.metadataTime().toNanos() / 1e9, st.dataTime().toNanos() / 1e9, r.isNative());
+                }
             }
             case "readallbytes-loop": {
                 try (Stream<Path> s = Files.walk(dir)) {
                     s.filter(Files::isRegularFile).forEach(p -> c.whole(p, readAll(p)));
                 }
-                break;
+                return "";
             }
-            case "readallbytes-parallel": {
+            default: {   // readallbytes-parallel
                 AtomicLong files = new AtomicLong(), bytes = new AtomicLong(), sum = new AtomicLong();
                 try (Stream<Path> s = Files.walk(dir)) {
-                    if (sha) {
+                    if (c.sha) {
                         s.parallel().filter(Files::isRegularFile).map(p -> Map.entry(p, readAll(p)))
                                 .sequential().forEach(e -> c.whole(e.getKey(), e.getValue()));
                     } else {
@@ -123,19 +176,18 @@ public final class JavaRead {
                         c.sum += sum.get();
                     }
                 }
-                break;
+                return "";
             }
-            default:
-                System.err.println("JavaRead: unknown method " + method);
-                System.exit(2);
         }
-        double secs = (System.nanoTime() - t0) / 1e9;
-        double jvm = ManagementFactory.getRuntimeMXBean().getUptime() / 1e3;
-        out.printf("{\"method\":\"%s\",\"files\":%d,\"failed\":%d,\"bytes\":%d,\"seconds\":%.3f,"
-                + "\"setup_seconds\":%.3f,\"jvm_seconds\":%.3f,\"sum\":%d%s}%n", method, c.files, c.failed, c.bytes, secs,
-                setup / 1e9, jvm, c.sum, extra);
-        out.flush();
-        System.exit(c.failed == 0 ? 0 : 1);
+    }
+
+    /** sync, then drop the page, dentry and inode caches (root only), as the harness does before each run. */
+    static void dropCaches() throws IOException, InterruptedException {
+        Process p = new ProcessBuilder("sync").inheritIO().start();
+        if (p.waitFor() != 0) {
+            throw new IOException("sync failed (exit " + p.exitValue() + ")");
+        }
+        Files.writeString(Path.of("/proc/sys/vm/drop_caches"), "3");
     }
 
     static byte[] readAll(Path p) {
