@@ -12,7 +12,7 @@ The harness times the whole process (JVM start-up included, like every other
 method); JavaRead also prints the time of the read itself measured inside the
 JVM (walk included), recorded per run as stats["seconds"] and shown in the
 note column as "in-JVM". For bfo-java, each timed run is followed by an
-untimed one with --rounds 2 whose second read (cold cache, warm JIT) is
+untimed one with --rounds 3 whose last read (cold cache, warm JIT) is
 shown as "warm JVM": the first read of a fresh JVM also pays the JIT
 compiling the read path on the same cores. Verification: the same run with --sha256 prints
 sha256 per file, compared with the sha256 reference.
@@ -116,18 +116,22 @@ def _stats(res):
     return native.parse_json_tail(res.stdout)
 
 
+WARM_ROUNDS = 3   # C2 is still compiling the read's path through the second read of a fresh JVM
+
+
 def _warm(method):
-    """Untimed, after each timed run: JavaRead --rounds 2, both rounds cold
-    (the harness drops the caches before the JVM starts, JavaRead before its
-    second round); the second round's in-JVM read is a warm JVM's."""
+    """Untimed, after each timed run: JavaRead --rounds 3, every round cold
+    (the harness drops the caches before the JVM starts, JavaRead before each
+    later round); the last round's in-JVM read is a warm JVM's."""
     def extra(ctx):
-        r = util.run(_cmd(method, ("--rounds", "2"))(ctx), timeout=600)
+        r = util.run(_cmd(method, ("--rounds", str(WARM_ROUNDS)))(ctx), timeout=900)
         js = native.parse_json_tail(r.stdout)
         later = (js or {}).get("later_seconds") or []
-        if r.returncode != 0 or not later:
+        if r.returncode != 0 or len(later) != WARM_ROUNDS - 1:
             first = (r.stderr or "").strip().splitlines()
-            raise RuntimeError(f"--rounds 2: exit {r.returncode}: {first[-1] if first else 'no second round'}")
-        return {"warm_seconds": later[0]}
+            raise RuntimeError(f"--rounds {WARM_ROUNDS}: exit {r.returncode}: "
+                               f"{first[-1] if first else 'rounds missing'}")
+        return {"warm_seconds": later[-1]}
     return extra
 
 
