@@ -19,6 +19,7 @@
 #include "pool.h"
 
 struct bfo_ctx;
+struct bfo_opts;
 
 /* Raw files of DIRECT_MIN bytes or more get buffers aligned to
  * DIRECT_ALIGN (arena.h), so a region of one of their extents is read
@@ -189,6 +190,14 @@ size_t window_take_paths(struct window *w, const char *paths);
 void plan_start_window(struct bfo_ctx *ctx, struct window *w);
 void plan_window(struct bfo_ctx *ctx, struct window *w);
 void window_free(struct window *w);
+/* plan_regions.c: the segments e's extents take (cut at max_io); the
+ * ORDER_LIST of each of w's groups, merged into w->regions (w->segs and
+ * w->regions sized for every segment); BFO_READ_PLAN_ONLY's count of the
+ * regions w's files would take, added to the batch's statistics
+ * (-ENOMEM, or 0). */
+uint32_t entry_nsegs(const struct bfo_opts *o, const struct window *w, const struct entry *e);
+void plan_regions(struct bfo_ctx *ctx, struct window *w);
+int plan_only_stats(struct bfo_ctx *ctx, struct window *w);
 void dirhint_window(struct bfo_ctx *ctx, struct window *w);
 /* A number no earlier check used: checks of one epoch share a directory's
  * result, so take a new one for every set of files whose data is in. */
