@@ -14,8 +14,8 @@ JVM (walk included), recorded per run as stats["seconds"] and shown in the
 note column as "in-JVM". For bfo-java, each timed run is followed by an
 untimed one with --rounds 3 whose last read (cold cache, warm JIT) is
 shown as "warm JVM": the first read of a fresh JVM also pays the JIT
-compiling the read path on the same cores. Verification: the same run with --sha256 prints
-sha256 per file, compared with the sha256 reference.
+compiling the read path on the same cores. Verification: the same run
+with --sha256 prints sha256 per file, compared with the sha256 reference.
 
 The jar is built with Maven when missing (`mvn -pl benchmarks -am package
 -DskipTests`, log in the work dir) and copied into the work dir before use,

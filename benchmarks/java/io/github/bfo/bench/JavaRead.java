@@ -70,13 +70,20 @@ public final class JavaRead {
         Path dir = Path.of(args[0]);
         String method = args[1];
         boolean sha = args.length > 2 && args[2].equals("--sha256");
-        int rounds = args.length == 4 ? Integer.parseInt(args[3]) : 1;
+        int rounds = 1;
+        if (args.length == 4) {
+            try {
+                rounds = Integer.parseInt(args[3]);
+            } catch (NumberFormatException e) {
+                rounds = -1;   // said below
+            }
+        }
         if (!List.of("bfo-java", "bfo-java-list", "readallbytes-loop", "readallbytes-parallel").contains(method)) {
             System.err.println("JavaRead: unknown method " + method);
             System.exit(2);
         }
         if (rounds < 1 || rounds > 100) {
-            System.err.println("JavaRead: --rounds " + rounds + " is not in 1..100");
+            System.err.println("JavaRead: --rounds " + args[3] + " is not a number in 1..100");
             System.exit(2);
         }
         PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), false);
