@@ -49,9 +49,10 @@ import java.util.Objects;
  * temporary name and appears at its path complete, with its last piece).
  *
  * <p>Engines: "batched" (the default everywhere) or, by name, "stem" (XFS
- * with reflink, btrfs) in libbfo; without libbfo a pure-Java engine (engine "java": temporary file,
- * then an atomic rename, fsync per file unless durability is NONE; no
- * crash manifest, no FIFOs) serves the same API.
+ * with reflink, btrfs) in libbfo; without libbfo a pure-Java engine
+ * (engine "java": temporary file, then an atomic rename, fsync per file
+ * unless durability is NONE; no crash manifest, no FIFOs) serves the same
+ * API.
  *
  * <p><b>A root other users can write.</b> No engine follows a symbolic link
  * or applies a mode, owner or time to a file it did not make. The Java
