@@ -6,16 +6,20 @@
  * relative to the transfer's root, as rsync's: SRC's name and the path
  * below it ("src/a/b"), or the path below SRC for SRC/ ("a/b").
  *
- * A pattern:
- *  - starting with '/' is anchored at the root; otherwise it matches the
- *    end of the name at a component boundary ("b/c" matches "a/b/c");
+ * A pattern (rsync's rule_matches and wildmatch):
+ *  - starting with '/' is anchored at the root; otherwise one holding a
+ *    '/' matches the end of the name at a component boundary ("b/c"
+ *    matches "a/b/c"), and one holding neither '/' (a trailing one aside)
+ *    nor "**" is matched against the last component only;
  *  - ending with '/' matches directories only;
- *  - without '/' (a trailing one aside) or "**" it is matched against the
- *    last component only;
  *  - '*' matches anything but '/', "**" anything, '?' one character but
- *    '/', "[...]" a class (fnmatch's), '\' makes the next one plain;
- *  - a pattern ending in a slash and three stars ("dir" "/" "***")
- *    matches dir itself and everything below it.
+ *    '/', "[...]" a set of bytes, never '/' ('!' or '^' negates, ranges,
+ *    "[:alpha:]" classes; an unclosed one, or an unknown class, makes
+ *    the pattern match nothing), '\' makes the next one plain;
+ *  - one with none of '*', '?', '[' is compared as it is, '\' included;
+ *  - "**" at its start also matches no directory at all ("**" "/c"
+ *    matches "c"), and "***" at its end also matches the directory
+ *    before it ("dir" "/" "***": dir itself and everything below it).
  * An excluded directory is not descended into (what is below it is
  * neither copied nor deleted).
  */
