@@ -26,6 +26,7 @@
  * own for as long as it is open; recovery skips locked ones, and the
  * directory is removed only when it is empty.
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -47,6 +48,8 @@
 
 static const char MAGIC[8] = "BFOJRNL1";
 static const char TRAILER[8] = "BFOJEND1";
+/* What a writer's lock file holds (journal_lock). */
+#define LOCK_MARK "BFO writer lock\n"
 #define BOM 0x01020304u
 
 uint64_t journal_hash(const void *data, size_t len)
@@ -267,13 +270,37 @@ int journal_dir_open(int rootfd, bool create)
  */
 int journal_lock(int jfd, uint32_t id, char *name, size_t len)
 {
+	char proc[32];
 	int fd;
 
 	snprintf(name, len, "w-%d-%x.lock", (int)getpid(), id);
+	/* Its mark is in it before it has its name (an unnamed file, linked
+	 * once written; where the file system or /proc cannot, made and then
+	 * written): recovery removes only a lock file that has it, and a kill
+	 * in between leaves none without it. */
+	fd = openat(jfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+		if (flock(fd, LOCK_EX) < 0 ||
+		    write(fd, LOCK_MARK, sizeof(LOCK_MARK) - 1) != sizeof(LOCK_MARK) - 1 ||
+		    linkat(AT_FDCWD, proc, jfd, name, AT_SYMLINK_FOLLOW) < 0) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd >= 0)
+		return fd;
 	fd = openat(jfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	flock(fd, LOCK_EX);
+	if (write(fd, LOCK_MARK, sizeof(LOCK_MARK) - 1) != sizeof(LOCK_MARK) - 1) {
+		int e = errno ? errno : ENOSPC;
+
+		close(fd);
+		unlinkat(jfd, name, 0);
+		return -e;
+	}
 	return fd;
 }
 
@@ -309,15 +336,33 @@ int journal_ids_create(int jfd, const char *mname)
 	return fd < 0 ? -errno : fd;
 }
 
-/* A finished (or recovered) batch's journal files go, the manifest last:
- * while it is there, recovery still knows the batch. */
+/* A finished (or recovered) batch's journal files go, the manifest
+ * first: a manifest is a batch that did not finish, and one without its
+ * identities would be read as one whose files never became durable
+ * (recovery would take its published files for torn ones).  Identities
+ * without their manifest are nothing, and recovery removes them. */
 void journal_batch_remove(int jfd, const char *mname)
 {
 	char name[128];
 
 	ids_name(name, sizeof(name), mname);
-	unlinkat(jfd, name, 0);
 	unlinkat(jfd, mname, 0);
+	unlinkat(jfd, name, 0);
+}
+
+/* NAME.m.ids whose NAME.m is gone: a batch that ended between the two
+ * unlinks of journal_batch_remove. */
+static bool orphan_ids(int jfd, const char *name)
+{
+	size_t l = strlen(name), sl = sizeof(".m.ids") - 1;
+	char m[256];
+	struct stat st;
+
+	if (l <= sl || l - 4 >= sizeof(m) || strcmp(name + l - sl, ".m.ids"))
+		return false;
+	memcpy(m, name, l - 4);
+	m[l - 4] = '\0';
+	return fstatat(jfd, m, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
 }
 
 /*
@@ -651,10 +696,13 @@ static void recover_entry(struct recovery *r, const struct mentry *m, const stru
 		 * nothing is applied to it. */
 		if (m->kind == M_TEMP) {
 			/* (any kind a replacing entry is made as: a file, a
-			 * symbolic link, a special file, a hard link; removing
-			 * a name follows nothing) */
+			 * symbolic link, a special file, a hard link, or a
+			 * directory that replaces a tree; and what such an
+			 * entry displaced, once the names were exchanged:
+			 * the new entry then has the name.  Removing follows
+			 * no link) */
 			if (!strncmp(base, BFO_TMP_PREFIX, sizeof(BFO_TMP_PREFIX) - 1) &&
-			    !S_ISDIR(sx.stx_mode) && unlinkat(dfd, base, 0) == 0)
+			    wpath_remove_tree(dfd, base, 0) == 0)
 				r->st->removed++;
 		} else if (id && id->type) {
 			/* Proven the batch's, or left alone. */
@@ -763,7 +811,11 @@ static void recover_manifest(int rootfd, int jfd, const char *name, struct bfo_r
 			recover_entry(&r, &mf.m[i], mf.ids ? &mf.ids[i] : NULL);
 	}
 	/* Not decodable: the manifest never became durable, so its batch
-	 * wrote no data; it only has to go. */
+	 * wrote no data; it only has to go.  Decoded: what was done to its
+	 * files is durable before the manifest goes (a cut in between finds
+	 * it again, and doing it again changes nothing). */
+	if (mf.n && syncfs(rootfd) < 0)
+		goto done;
 	if (mf.stem && mf.stem[0])
 		unlinkat(jfd, mf.stem, 0);
 	journal_batch_remove(jfd, name);
@@ -777,23 +829,70 @@ done:
 	close(fd);
 }
 
+/* "PID-HEX" at *p (decimal, hexadecimal, as a writer names its files):
+ * the pid, *p moved past it; 0 when it is not one. */
+static int name_pid_id(const char **p)
+{
+	const char *s = *p;
+	long pid = 0;
+
+	if (!isdigit((unsigned char)*s))
+		return 0;
+	while (isdigit((unsigned char)*s) && pid < INT32_MAX)
+		pid = pid * 10 + (*s++ - '0');
+	if (*s++ != '-' || !isxdigit((unsigned char)*s) || pid <= 0 || pid >= INT32_MAX)
+		return 0;
+	while (isxdigit((unsigned char)*s))
+		s++;
+	*p = s;
+	return (int)pid;
+}
+
+/* What a writer's own file of each kind holds: a lock file its mark, a
+ * probe file zeros, a record the manifest's magic (or nothing yet). */
+static bool holds_own(int fd, int kind)
+{
+	uint8_t buf[4096];
+	ssize_t k = pread(fd, buf, sizeof(buf), 0);
+	struct stat st;
+
+	if (k < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1)
+		return false;
+	if (kind == 'w')
+		return st.st_size == sizeof(LOCK_MARK) - 1 && !memcmp(buf, LOCK_MARK, sizeof(LOCK_MARK) - 1);
+	if (kind == 'p') {
+		for (ssize_t i = 0; i < k; i++)
+			if (buf[i])
+				return false;
+		return st.st_size == k;
+	}
+	return k == 0 || (k >= (ssize_t)sizeof(MAGIC) && !memcmp(buf, MAGIC, sizeof(MAGIC)));
+}
+
 /* A file of the journal left by a writer that is gone (its lock file, the
- * probe files of its clone test, a record it never finished writing): the
- * pid in its name no longer runs and nobody holds its lock. */
+ * probe files of its clone test, a record it never finished writing): its
+ * name is one a writer makes, exactly, it holds what such a file holds,
+ * the pid in its name no longer runs, and nobody holds its lock.  Any
+ * other file in the journal is someone's, and stays. */
 static bool leftover(int jfd, const char *name)
 {
-	size_t l = strlen(name), sl = sizeof(NEW_SUFFIX) - 1;
-	bool record = l > sl && !strcmp(name + l - sl, NEW_SUFFIX);
-	int pid, fd;
+	const char *p = name, *rest;
+	int pid = 0, kind = 0, fd;
 	bool gone;
 
-	if (sscanf(name, "probe-%d-", &pid) != 1 && sscanf(name, "w-%d-", &pid) != 1 &&
-	    !(record && (sscanf(name, "b-%d-", &pid) == 1 || sscanf(name, "s-%d-", &pid) == 1)))
-		return false;
-	if (!(kill(pid, 0) < 0 && errno == ESRCH))
+	if (!strncmp(p, "w-", 2) && (p += 2, pid = name_pid_id(&p)) && !strcmp(p, ".lock"))
+		kind = 'w';
+	else if (p = name, !strncmp(p, "probe-", 6) && (p += 6, pid = name_pid_id(&p)) &&
+		 (!strcmp(p, "-a") || !strcmp(p, "-b")))
+		kind = 'p';
+	else if (p = name, (!strncmp(p, "b-", 2) || !strncmp(p, "s-", 2)) && (p += 2, pid = name_pid_id(&p)) &&
+		 *p == '-' && strlen(p) > sizeof(".m" NEW_SUFFIX) && (rest = p + strlen(p) - 6) &&
+		 !strcmp(rest, ".m" NEW_SUFFIX))
+		kind = 'r';
+	if (!kind || !(kill(pid, 0) < 0 && errno == ESRCH))
 		return false;
 	fd = openat(jfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	gone = fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0;
+	gone = fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0 && holds_own(fd, kind);
 	if (fd >= 0)
 		close(fd);
 	return gone;
@@ -820,7 +919,7 @@ int journal_recover(int rootfd, int jfd, struct bfo_recover_stats *st)
 	while ((de = readdir(d))) {
 		size_t l = strlen(de->d_name);
 
-		if (leftover(jfd, de->d_name)) {
+		if (leftover(jfd, de->d_name) || orphan_ids(jfd, de->d_name)) {
 			unlinkat(jfd, de->d_name, 0);
 			continue;
 		}
