@@ -468,6 +468,16 @@ enum bfo_wtype {
  * found at the destination, and the rest of a first copy goes without a
  * temporary name and a second durability point. */
 #define BFO_WENTRY_REPLACE (1u << 4)
+/* With BFO_WENTRY_REPLACE: what has the entry's name may also be of the
+ * other kind, a directory (with everything below it) where the entry is
+ * not one, or a non-directory where it is one (rsync's type change).  The
+ * name changes hands atomically, once the entry's data is durable for a
+ * file (renameat2 RENAME_EXCHANGE), and what it displaced is removed only
+ * after the batch's durability point: a crash leaves the old entry or the
+ * new one at the name, and `bfo recover` removes what is left of the other.
+ * A directory entry's children in the same batch go into the new
+ * directory. */
+#define BFO_WENTRY_REPLACE_TREE (1u << 5)
 
 /* One entry of a batch.  128 bytes, fixed layout. */
 struct bfo_wentry {
@@ -669,7 +679,8 @@ struct bfo_copy_stats {
 	uint64_t tree_bytes;    /* bytes of the sources' regular files, as listed (a sync) */
 	uint64_t wire_sent;     /* bytes written to the stream (and its back channel), as they went */
 	uint64_t wire_received; /* bytes read from them */
-	uint64_t reserved[3];
+	uint64_t delete_held;   /* deletions not made: past bfo_copy_opts' delete_limit */
+	uint64_t reserved[2];
 };
 
 /* Called on the thread of bfo_copier_run(): error once per failed entry
@@ -706,7 +717,12 @@ struct bfo_copy_opts {
 	 * called instead. */
 	void (*owner_lost)(void *arg, const char *path, int status);
 	void *owner_lost_arg;
-	uint64_t reserved[6];
+	/* BFO_COPY_DELETE deletes at most delete_limit - 1 entries (0: no
+	 * limit; rsync's --max-delete=N is N + 1), an entry of the other kind
+	 * making way for a copy's entry counted with what is below it; the
+	 * deletions past it are not made (bfo_copy_stats' delete_held). */
+	uint64_t delete_limit;
+	uint64_t reserved[5];
 };
 
 /*

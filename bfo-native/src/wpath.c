@@ -6,6 +6,7 @@
  * write), no '..' can climb out, and no mount point is crossed (the batch's
  * single syncfs() covers one file system only).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -118,4 +119,33 @@ const char *wpath_split(const char *rel, char *dir, size_t len)
 	memcpy(dir, rel, n);
 	dir[n] = '\0';
 	return slash ? slash + 1 : rel;
+}
+
+int wpath_remove_tree(int dfd, const char *name, unsigned depth)
+{
+	struct stat st;
+	int fd, ret = 0;
+	DIR *d;
+	struct dirent *de;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISDIR(st.st_mode))
+		return unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+	if (depth > 4096)
+		return -ELOOP;
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (!(d = fdopendir(fd))) {
+		close(fd);
+		return -errno;
+	}
+	while (!ret && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			ret = wpath_remove_tree(dirfd(d), de->d_name, depth + 1);
+	closedir(d);
+	if (!ret && unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		ret = -errno;
+	return ret;
 }

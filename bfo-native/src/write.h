@@ -31,6 +31,10 @@ int wpath_open_dir(int rootfd, const char *dir, bool create);
  * closed with fdl_close.  For the writer's workers and io_uring waves. */
 int wpath_open_dir_held(int rootfd, const char *dir, bool create);
 const char *wpath_split(const char *rel, char *dir, size_t len);
+/* Remove name in dfd and, for a directory, everything below it (depth:
+ * how deep name is, 0 at the top); no symbolic link is followed (one is
+ * removed as itself), nothing gone counts as removed.  0 or -errno. */
+int wpath_remove_tree(int dfd, const char *name, unsigned depth);
 
 /* One record of a manifest: what the batch writes at a path. */
 enum mentry_kind {

@@ -79,6 +79,98 @@ static bool same_inode(int adir, const char *a, int bdir, const char *b)
 	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
+/* Entry i may take the name of one of the other kind (a directory for a
+ * file, a file for a directory). */
+static bool replaces_tree(const struct wbatch *b, uint32_t i)
+{
+	return (b->e[i].flags & (BFO_WENTRY_REPLACE | BFO_WENTRY_REPLACE_TREE)) ==
+	       (BFO_WENTRY_REPLACE | BFO_WENTRY_REPLACE_TREE);
+}
+
+/* The temporary tmp of entry i takes its name base in dfd, atomically
+ * (rename).  What has the name may be of the other kind where the entry
+ * replaces a tree: the two names are exchanged, and what the entry
+ * displaced waits under tmp (trash) until the batch is durable.  Where the
+ * file system cannot exchange names (EINVAL), it goes first, as rsync
+ * makes way.  0 or -errno. */
+static int publish(struct wbatch *b, uint32_t i, int dfd, const char *tmp, const char *base)
+{
+	int ret;
+
+	if (renameat(dfd, tmp, dfd, base) == 0)
+		return 0;
+	if ((errno != EISDIR && errno != ENOTDIR) || !replaces_tree(b, i))
+		return -errno;
+	if (renameat2(dfd, tmp, dfd, base, RENAME_EXCHANGE) == 0) {
+		b->trash[i] = true;
+		return 0;
+	}
+	if (errno != EINVAL)
+		return -errno;
+	ret = wpath_remove_tree(dfd, base, 0);
+	return ret ? ret : renameat(dfd, tmp, dfd, base) < 0 ? -errno : 0;
+}
+
+/* A directory entry that replaces a tree (a non-directory at its name)
+ * gets its name before any task writes below it: made empty under its
+ * temporary, then given the name (what was there waits as trash).  An
+ * empty directory has nothing to tear, so this needs no durability
+ * first, and the batch's entries below it then go into it. */
+static void tree_dirs_pass(struct wbatch *b)
+{
+	char dir[BFO_WPATH_MAX];
+	struct stat st;
+
+	for (uint32_t i = 0; i < b->n; i++) {
+		struct bfo_wentry *e = &b->e[i];
+		const char *base;
+		int dfd, ret = 0;
+
+		if (e->type != BFO_WTYPE_DIR || !b->temps[i] || e->status)
+			continue;
+		base = wpath_split(e->path, dir, sizeof(dir));
+		dfd = wpath_open_dir_held(b->w->rootfd, dir, true);
+		if (dfd < 0) {
+			set_status(b, i, dfd);
+			continue;
+		}
+		if (mkdirat(dfd, b->temps[i], 0700) < 0)
+			ret = -errno;
+		else if (renameat2(dfd, b->temps[i], dfd, base, RENAME_NOREPLACE) == 0)
+			ret = 0;
+		else if (errno == EEXIST && fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			 S_ISDIR(st.st_mode))
+			ret = unlinkat(dfd, b->temps[i], AT_REMOVEDIR) < 0 ? -errno : 0;   /* one is there */
+		else
+			ret = publish(b, i, dfd, b->temps[i], base);
+		if (ret)
+			unlinkat(dfd, b->temps[i], AT_REMOVEDIR);
+		fdl_close(dfd);
+		set_status(b, i, ret);
+	}
+}
+
+/* What the batch's entries displaced goes, once the batch is durable:
+ * the manifest still lists each under its temporary name, so a crash
+ * before this is finished by recovery. */
+static void trash_pass(struct wbatch *b)
+{
+	char dir[BFO_WPATH_MAX];
+
+	for (uint32_t i = 0; b->trash && i < b->n; i++) {
+		int dfd;
+
+		if (!b->trash[i])
+			continue;
+		wpath_split(b->e[i].path, dir, sizeof(dir));
+		dfd = wpath_open_dir_held(b->w->rootfd, dir, false);
+		if (dfd < 0)
+			continue;
+		wpath_remove_tree(dfd, b->temps[i], 0);
+		fdl_close(dfd);
+	}
+}
+
 static void link_pass(struct wbatch *b)
 {
 	char sdir[BFO_WPATH_MAX], ddir[BFO_WPATH_MAX];
@@ -108,11 +200,9 @@ static void link_pass(struct wbatch *b)
 					 * and would leave the temporary name */
 		else if (linkat(sfd, sbase, dfd, tmp ? tmp : dbase, 0) < 0)
 			ret = -errno;
-		else if (tmp && renameat(dfd, tmp, dfd, dbase) < 0) {
+		else if (tmp && (ret = publish(b, i, dfd, tmp, dbase)))
 			/* REPLACE: the new link takes the name atomically. */
-			ret = -errno;
 			unlinkat(dfd, tmp, 0);
-		}
 		if (sfd >= 0)
 			fdl_close(sfd);
 		if (dfd >= 0)
@@ -129,17 +219,15 @@ static void rename_pass(struct wbatch *b)
 	for (uint32_t i = 0; i < b->n; i++) {
 		struct bfo_wentry *e = &b->e[i];
 
-		if (!b->temps[i] || e->type == BFO_WTYPE_HARDLINK)
+		if (!b->temps[i] || e->type == BFO_WTYPE_HARDLINK || e->type == BFO_WTYPE_DIR)
 			continue;
 		const char *base = wpath_split(e->path, dir, sizeof(dir));
 		int dfd = wpath_open_dir_held(b->w->rootfd, dir, false);
 
 		if (dfd < 0)
 			continue;
-		if (e->status == 0 && renameat(dfd, b->temps[i], dfd, base) < 0) {
-			e->status = -errno;
+		if (e->status == 0 && (e->status = publish(b, i, dfd, b->temps[i], base)))
 			unlinkat(dfd, b->temps[i], 0);
-		}
 		fdl_close(dfd);
 	}
 }
@@ -166,10 +254,12 @@ static int batch_alloc(struct wbatch *b)
 	bool replace = b->w->o.flags & BFO_WRITE_REPLACE;
 
 	for (uint32_t i = 0; i < n && !replace; i++)
-		replace = (b->e[i].flags & BFO_WENTRY_REPLACE) && b->e[i].type != BFO_WTYPE_DIR;
+		replace = (b->e[i].flags & BFO_WENTRY_REPLACE) &&
+			  (b->e[i].type != BFO_WTYPE_DIR || replaces_tree(b, i));
 	if (replace) {
 		b->temps = calloc(n, sizeof(*b->temps));
-		if (!b->temps)
+		b->trash = calloc(n, sizeof(*b->trash));
+		if (!b->temps || !b->trash)
 			return -ENOMEM;
 	}
 	if (b->w->engine == BFO_WENGINE_STEM) {
@@ -210,9 +300,11 @@ static void plan_entry(struct wbatch *b, uint32_t i, int v)
 	b->order[b->nordered++] = i;
 	/* REPLACE (the writer's, or this entry's): everything but
 	 * directories is made under a temporary name and renamed over its
-	 * target once the data is durable. */
-	if (b->temps && e->type != BFO_WTYPE_DIR &&
-	    ((w->o.flags & BFO_WRITE_REPLACE) || (e->flags & BFO_WENTRY_REPLACE)))
+	 * target once the data is durable; a directory that replaces a tree
+	 * is made under one too (tree_dirs_pass). */
+	if (b->temps && (e->type != BFO_WTYPE_DIR ? (w->o.flags & BFO_WRITE_REPLACE) ||
+						    (e->flags & BFO_WENTRY_REPLACE) :
+						    replaces_tree(b, i)))
 		b->temps[i] = batch_tmp_name(b, i);
 	if (b->stem_off && e->type == BFO_WTYPE_FILE && e->length >= w->blksz) {
 		b->stem_off[i] = b->stem_len;
@@ -466,6 +558,8 @@ static int batch_data(struct wbatch *b)
 	ret = batch_tasks(b);
 	if (ret)
 		return ret;
+	if (b->temps)
+		tree_dirs_pass(b);
 	batch_round(b, 0, b->nearly);
 	batch_round(b, b->nearly, b->ntasks);
 	for (uint32_t i = 0; i < b->n; i++)
@@ -509,6 +603,7 @@ static void batch_sync(struct wbatch *b)
 			syncfs(w->rootfd);
 			stat_add(&w->st.syncs, 1);
 		}
+		trash_pass(b);
 	}
 }
 
@@ -525,6 +620,7 @@ static void batch_free(struct wbatch *b)
 	}
 	free(b->first_tmp);
 	free(b->temps);
+	free(b->trash);
 	free(b->stem_off);
 	free(b->order);
 	free(b->piece);

@@ -119,6 +119,8 @@ struct wbatch {
 	bool *piece;                /* entry i is a piece of a file in pieces */
 	bool pieces;                /* the batch has pieces */
 	char **temps;               /* REPLACE: temporary base name per entry */
+	bool *trash;                /* with temps: what the entry displaced is
+				       under its temporary (REPLACE_TREE) */
 	char **first_tmp;           /* first piece of a large file: its temporary */
 	uint64_t *stem_off;         /* STEM: offset of each entry in the stem */
 	uint64_t stem_len;          /* bytes of the stem; 0: none */
