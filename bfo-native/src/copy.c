@@ -67,6 +67,7 @@ BFO_API int bfo_copier_create(struct bfo_copier **out, const struct bfo_opts *ro
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
+	c->delete_max = UINT64_MAX;
 	c->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (c->wakefd < 0) {
 		int e = errno;
@@ -136,6 +137,7 @@ void copy_run_cleanup(struct bfo_copier *c)
 	c->held = NULL;
 	c->root = NULL;
 	c->nsrcs = c->nsub = c->capsub = c->nskip = c->capskip = c->nhls = c->caphls = 0;
+	c->overlap = false;
 	c->n = c->cap = c->nowned = c->capowned = c->nheld = c->capheld = 0;
 }
 
@@ -477,6 +479,7 @@ BFO_API int bfo_copier_set_opts(struct bfo_copier *c, const struct bfo_copy_opts
 	c->item_arg = o.item_arg;
 	c->owner_lost = o.owner_lost;
 	c->owner_lost_arg = o.owner_lost_arg;
+	c->delete_max = o.delete_limit ? o.delete_limit - 1 : UINT64_MAX;
 	return 0;
 }
 

@@ -108,6 +108,7 @@ struct bfo_copier {
 	void (*owner_lost)(void *arg, const char *path, int status);
 	void *owner_lost_arg;
 	int compress;               /* zstd level of a stream sent, 0: none */
+	uint64_t delete_max;        /* --delete deletes at most this many (bfo_copy_opts) */
 	uint8_t *want_of;           /* by read index: the file's WANT_* */
 	size_t capwant;
 	struct groups *groups;      /* hard link groups the list met */
@@ -118,6 +119,7 @@ struct bfo_copier {
 				       came whole (a broken stream, an answer that could
 				       not be written): no --delete either */
 	bool listing;               /* the run compares through an index */
+	bool overlap;               /* two sources' copies share places (copy_loses) */
 	struct sync sync;           /* what it compares with */
 	struct ixjob *ixjob;        /* the index being built (copy_sync.c) */
 	struct duplex *duplex;      /* a sender's back channel (copy_send.c) */
@@ -193,9 +195,22 @@ int copy_source_prep(struct bfo_copier *c, struct run *r, const char *src, const
 void copy_source_go(struct bfo_copier *c, struct run *r, uint16_t srcno);
 /* A directory, symbolic link (its target: target, or read from src when
  * NULL) or special file src (lstat st) of source srcno into the batch as
- * dest; replace: what has its name is replaced. */
+ * dest; want: its WANT_* (REPLACE, TREE: what has its name is replaced). */
 void copy_add_other(struct bfo_copier *c, const char *src, const char *dest, const struct stat *st,
-		    const char *target, uint16_t srcno, bool replace);
+		    const char *target, uint16_t srcno, uint8_t want);
+/* Source i's copy has the place of another's, or lies below one: the
+ * destination's index scans each place once (the first, or the one
+ * above). */
+bool copy_covered(const struct bfo_copier *c, size_t i);
+/*
+ * Several sources give a name (copies that share places, c->overlap):
+ * rsync's rule decides which entry is copied (its clean_flist), the first
+ * source's, unless a later one's is a directory and it is not.  True when
+ * source srcno's entry at rel (a directory when dir) is not the one; the
+ * other sources are looked at without following a link.  The name is
+ * still the copy's: the one that wins keeps it from --delete.
+ */
+bool copy_loses(const struct bfo_copier *c, uint16_t srcno, const char *rel, bool dir);
 
 /* ---- copy_list.c */
 

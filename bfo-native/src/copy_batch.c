@@ -301,8 +301,8 @@ static void on_read(struct bfo_copier *c, struct bfo_file *f)
 	copy_meta_from(c, e, f->mode, f->uid, f->gid, f->atime_sec, f->atime_nsec, f->mtime_sec,
 		  f->mtime_nsec);
 	/* The list knew what has its name (the last piece takes the name) */
-	if (c->want_of && f->index < c->nsub && (c->want_of[f->index] & WANT_REPLACE))
-		e->flags |= BFO_WENTRY_REPLACE;
+	if (c->want_of && f->index < c->nsub)
+		e->flags |= sync_wflags(c->want_of[f->index], false);
 	/* A file in pieces takes its metadata, xattrs included, with its
 	 * last piece (when it gets its name).  Where the inode said it has
 	 * none, the source's name is not looked up for them: on a raw copy

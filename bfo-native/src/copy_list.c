@@ -120,13 +120,19 @@ static bool skip(void *arg, const char *rel, bool dir)
 	return out;
 }
 
-/* One entry into b: e's path and target are taken over. */
+/* One entry into b: e's path and target are taken over.  One another
+ * source gives instead (copy_loses) is left out. */
 static int list_add(struct bfo_copier *c, struct lbatch *b, uint16_t srcno, const char *rel,
 		    char *path, const struct stat *st, char *target, uint64_t hash)
 {
-	struct lent *e = lbatch_add(b, rel, NULL, path, target);
+	struct lent *e;
 
-	if (!e)
+	if (copy_loses(c, srcno, rel, S_ISDIR(st->st_mode))) {
+		free(path);
+		free(target);
+		return 0;
+	}
+	if (!(e = lbatch_add(b, rel, NULL, path, target)))
 		return -ENOMEM;
 	e->src = srcno;
 	e->st = *st;
@@ -273,7 +279,7 @@ void copy_list_apply(struct bfo_copier *c, const struct lbatch *b)
 			if (w && (w->path = copy_own(c, dest)) &&
 			    (w->data = copy_own(c, copy_join(c->srcs[e->link_src].prefix, e->link_rel)))) {
 				w->type = BFO_WTYPE_HARDLINK;
-				w->flags = e->want & WANT_REPLACE ? BFO_WENTRY_REPLACE : 0;
+				w->flags = sync_wflags(e->want, false);
 			} else if (w) {
 				c->n--;
 			}
@@ -283,8 +289,7 @@ void copy_list_apply(struct bfo_copier *c, const struct lbatch *b)
 		if (S_ISREG(e->st.st_mode))
 			copy_submit_file(c, e->path, e->src, e->want);
 		else
-			copy_add_other(c, e->path, dest, &e->st, e->target, e->src,
-				       e->want & WANT_REPLACE);
+			copy_add_other(c, e->path, dest, &e->st, e->target, e->src, e->want);
 		free(dest);
 	}
 }

@@ -20,6 +20,7 @@
 #include "common.h"
 #include "copy.h"
 #include "dindex.h"
+#include "filter.h"
 #include "sync.h"
 #include "test_hooks.h"
 
@@ -68,6 +69,19 @@ static void *ix_main(void *arg)
 	return NULL;
 }
 
+static void on_deleted(void *arg, const char *path)
+{
+	struct bfo_copier *c = arg;
+
+	if (c->item)
+		c->item(c->item_arg, '-', path);
+}
+
+static void on_failed(void *arg, const char *path, int status)
+{
+	copy_report(arg, path, status);
+}
+
 int copy_sync_start(struct bfo_copier *c)
 {
 	struct ixjob *j = calloc(1, sizeof(*j));
@@ -75,21 +89,29 @@ int copy_sync_start(struct bfo_copier *c)
 	int ret;
 
 	c->sync = (struct sync){ .who = &c->who, .flags = c->flags, .nsrc = (unsigned)c->nsrcs,
-				 .rootfd = c->dst_fd, .cancel = &c->cancel };
+				 .rootfd = c->dst_fd, .cancel = &c->cancel, .filter = c->filter,
+				 .report = on_failed, .deleted = on_deleted, .arg = c,
+				 .delete_max = c->delete_max };
 	if (!j || !(j->copies = calloc(c->nsrcs + 1, sizeof(*j->copies))) ||
-	    !(c->sync.prefix = calloc(c->nsrcs + 1, sizeof(*c->sync.prefix)))) {
+	    !(c->sync.prefix = calloc(2 * (c->nsrcs + 1), sizeof(*c->sync.prefix)))) {
 		if (j)
 			free(j->copies);
 		free(j);
 		return -ENOMEM;
 	}
+	c->sync.fname = c->sync.prefix + c->nsrcs + 1;
 	j->c = c;
 	j->pend_last = &j->pend;
 	for (size_t i = 0; i < c->nsrcs; i++) {
 		c->sync.prefix[i] = c->srcs[i].prefix;
-		j->copies[i] = (struct dindex_copy){ c->srcs[i].prefix, c->srcs[i].name };
+		c->sync.fname[i] = c->srcs[i].name;
+		/* each place of the destination once, whatever copies hold it;
+		 * none of a source the rules leave out (as rsync, which deletes
+		 * only in what it sent) */
+		if (!copy_covered(c, i) && !(c->filter && *c->srcs[i].name &&
+					     filter_excluded(c->filter, c->srcs[i].name, !c->srcs[i].file)))
+			j->copies[j->n++] = (struct dindex_copy){ c->srcs[i].prefix, c->srcs[i].name };
 	}
-	j->n = (unsigned)c->nsrcs;
 	c->ixjob = j;
 	if (c->dst_fd < 0) {
 		j->joined = true;       /* no destination yet (a dry run): nothing there */
@@ -146,6 +168,10 @@ static void decide(struct bfo_copier *c, struct lbatch *b)
 		struct lent *e = &b->e[i];
 
 		e->want = (uint8_t)sync_decide(&c->sync, e);
+		if (e->want == WANT_NONE) {
+			e->want = WANT_SKIP;
+			continue;
+		}
 		if (e->want == WANT_SKIP) {
 			/* (a hard link's later names are not files of their own) */
 			if (S_ISREG(e->st.st_mode) && !e->link_rel) {
@@ -221,19 +247,6 @@ void copy_sync_emit(struct bfo_copier *c, struct lbatch *b)
 	decide(c, b);
 }
 
-static void on_deleted(void *arg, const char *path)
-{
-	struct bfo_copier *c = arg;
-
-	if (c->item)
-		c->item(c->item_arg, '-', path);
-}
-
-static void on_failed(void *arg, const char *path, int status)
-{
-	copy_report(arg, path, status);
-}
-
 void copy_sync_end(struct bfo_copier *c)
 {
 	struct ixjob *j = c->ixjob;
@@ -246,19 +259,25 @@ void copy_sync_end(struct bfo_copier *c)
 		lbatch_free(b);         /* (not flushed: a run that failed) */
 	/* Nothing is deleted after a failure that may have hidden a source's
 	 * entry (a directory not listed: its copy's entries would all seem
-	 * gone), or when the run was cancelled. */
-	if ((c->flags & BFO_COPY_DELETE) && c->sync.ix && !c->list_errors && !c->cut &&
-	    !atomic_load(&c->cancel) && !c->send_err)
+	 * gone), or when the run was cancelled or its stream broke.  Each
+	 * says its own cause: a cancel (a signal) the caller's, a broken
+	 * stream what broke it, a listing what it could not list. */
+	bool cancelled = atomic_load(&c->cancel), broke = c->cut || c->send_err ||
+			 (c->broken && atomic_load(c->broken));
+
+	if ((c->flags & BFO_COPY_DELETE) && c->sync.ix && !c->list_errors && !cancelled && !broke)
 		deleted = sync_delete(&c->sync, c->flags & BFO_COPY_DRY_RUN, on_deleted, on_failed, c);
-	else if (c->flags & BFO_COPY_DELETE && c->cut)
-		copy_report(c, "--delete: nothing deleted (the sender's list did not come whole)", -EIO);
-	else if (c->flags & BFO_COPY_DELETE && c->list_errors)
+	else if ((c->flags & BFO_COPY_DELETE) && broke && !cancelled)
+		copy_report(c, "--delete: nothing deleted (the stream stopped before the sender's list "
+			    "came whole)", -EIO);
+	else if ((c->flags & BFO_COPY_DELETE) && c->list_errors && !cancelled)
 		copy_report(c, "--delete: nothing deleted (some entries could not be listed)", -EIO);
 	/* (cancelled: the run ends now, as it ends without a root's times) */
 	if (c->sync.ix && !(c->flags & BFO_COPY_DRY_RUN) && !atomic_load(&c->cancel))
 		sync_dirs_fix(&c->sync, on_failed, c);
 	pthread_mutex_lock(&c->lock);
 	c->st.deleted = deleted + c->sync.deleted_early;
+	c->st.delete_held = c->sync.delete_held;
 	c->st.tree_bytes = c->sync.tree_bytes;
 	pthread_mutex_unlock(&c->lock);
 	dindex_free(j->ix);

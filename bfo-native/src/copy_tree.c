@@ -8,12 +8,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <linux/openat2.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -29,7 +31,7 @@
 #include "write.h"
 
 void copy_add_other(struct bfo_copier *c, const char *src, const char *dest, const struct stat *st,
-		    const char *target, uint16_t srcno, bool replace)
+		    const char *target, uint16_t srcno, uint8_t want)
 {
 	struct bfo_wentry *e;
 
@@ -65,8 +67,7 @@ void copy_add_other(struct bfo_copier *c, const char *src, const char *dest, con
 		e->type = S_ISCHR(st->st_mode) ? BFO_WTYPE_CHR : BFO_WTYPE_BLK;
 		e->rdev = (uint64_t)major(st->st_rdev) << 32 | minor(st->st_rdev);
 	}
-	if (replace && e->type != BFO_WTYPE_DIR)
-		e->flags |= BFO_WENTRY_REPLACE;
+	e->flags |= sync_wflags(want, e->type == BFO_WTYPE_DIR);
 	if (c->archive)
 		copy_take_xattrs(c, src, e);
 	copy_maybe_flush(c);
@@ -127,8 +128,11 @@ static void copy_tree(struct bfo_copier *c, const char *src, const char *prefix,
 			char *dest;
 			struct stat st;
 
+			const char *rel = p + slen + (p[slen] == '/');
+
 			if (batch[i].type == DT_REG) {
-				copy_submit_file(c, p, srcno, 0);
+				if (!copy_loses(c, srcno, rel, false))
+					copy_submit_file(c, p, srcno, 0);
 				continue;
 			}
 			if (batch[i].st)
@@ -137,13 +141,15 @@ static void copy_tree(struct bfo_copier *c, const char *src, const char *prefix,
 				copy_report(c, p, -errno);
 				continue;
 			}
+			if (copy_loses(c, srcno, rel, S_ISDIR(st.st_mode)))
+				continue;
 			if (S_ISREG(st.st_mode)) {
 				copy_submit_file(c, p, srcno, 0);
 				continue;
 			}
-			dest = copy_join(prefix, p + slen + (p[slen] == '/'));
+			dest = copy_join(prefix, rel);
 			if (dest)
-				copy_add_other(c, p, dest, &st, NULL, srcno, false);
+				copy_add_other(c, p, dest, &st, NULL, srcno, 0);
 			free(dest);
 		}
 		report_walk_failures(c, wk);
@@ -157,6 +163,73 @@ static void copy_tree(struct bfo_copier *c, const char *src, const char *prefix,
 		c->st.errors += errors;
 		pthread_mutex_unlock(&c->lock);
 	}
+}
+
+/* Place a is place b or lies below it ("" is the destination's top). */
+static bool place_within(const char *a, const char *b)
+{
+	size_t l = strlen(b);
+
+	return !*b || (!strncmp(a, b, l) && (a[l] == '\0' || a[l] == '/'));
+}
+
+bool copy_covered(const struct bfo_copier *c, size_t i)
+{
+	for (size_t j = 0; j < c->nsrcs; j++) {
+		const char *a = c->srcs[i].prefix, *b = c->srcs[j].prefix;
+
+		if (j != i && place_within(a, b) && (strcmp(a, b) || j < i))
+			return true;
+	}
+	return false;
+}
+
+/* The entry of source k at place dest (below the destination's top),
+ * not following any link in k's tree: 1 a directory, 0 another kind,
+ * -1 none. */
+static int entry_in(const struct bfo_copier *c, size_t k, const char *dest)
+{
+	const struct src *s = &c->srcs[k];
+	size_t l = strlen(s->name);
+	const char *rel = dest + (*s->name ? l + (dest[l] == '/') : 0);
+	struct open_how how = { .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+	struct stat st;
+	int root, fd = -1;
+
+	if (!place_within(dest, s->name) || (s->file && *rel))
+		return -1;
+	if (!*rel)
+		return S_ISDIR(s->st.st_mode);
+	root = open(s->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root >= 0)
+		fd = (int)syscall(SYS_openat2, root, rel, &how, sizeof(how));
+	if (fd >= 0 && fstat(fd, &st) < 0)
+		st.st_mode = 0;
+	if (root >= 0)
+		close(root);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return S_ISDIR(st.st_mode);
+}
+
+bool copy_loses(const struct bfo_copier *c, uint16_t srcno, const char *rel, bool dir)
+{
+	const struct src *s = &c->srcs[srcno];
+	char *dest;
+	bool lost = false;
+
+	if (!c->overlap || !(dest = copy_join(s->name, rel)))
+		return false;
+	for (size_t k = 0; k < c->nsrcs && !lost; k++) {
+		int there = k == srcno ? -1 : entry_in(c, k, dest);
+
+		if (there >= 0)
+			lost = k < srcno ? there || !dir : there && !dir;
+	}
+	free(dest);
+	return lost;
 }
 
 int copy_source_prep(struct bfo_copier *c, struct run *r, const char *src, const struct stat *st)
@@ -200,6 +273,11 @@ int copy_source_prep(struct bfo_copier *c, struct run *r, const char *src, const
 	 * with: none of its entries is looked up at the destination. */
 	if (!r->send)
 		s->fresh = *s->prefix ? !copy_exists(c->dst_fd, s->prefix) : !r->root_existed;
+	/* copies that share places: one name, one entry (copy_loses); a
+	 * stream's several sources go into a directory */
+	for (size_t j = 0; j < c->nsrcs && (r->dst_is_dir || r->send); j++)
+		c->overlap |= place_within(s->name, c->srcs[j].name) ||
+			      place_within(c->srcs[j].name, s->name);
 	c->nsrcs++;
 	return 0;
 }
@@ -217,21 +295,23 @@ void copy_source_go(struct bfo_copier *c, struct run *r, uint16_t srcno)
 	}
 	bool listed = c->listing && (!s->fresh || (c->flags & BFO_COPY_DRY_RUN));
 
-	/* the sources are copied in their order (a later one's names win):
-	 * the list batches of those before still waiting go first */
+	bool lost = copy_loses(c, srcno, "", S_ISDIR(s->st.st_mode));
+
+	/* the sources are copied in their order: the list batches of those
+	 * before still waiting go first */
 	if (c->listing && !listed)
 		copy_sync_flush(c);
 	if (listed) {
 		/* compared through the index: only what differs is read */
 		copy_list_source(c, srcno, src, &s->st, copy_sync_emit);
 	} else if (S_ISDIR(s->st.st_mode)) {
-		if (*s->prefix)
-			copy_add_other(c, src, s->prefix, &s->st, NULL, srcno, false);
+		if (*s->prefix && !lost)
+			copy_add_other(c, src, s->prefix, &s->st, NULL, srcno, 0);
 		copy_tree(c, s->root, s->prefix, srcno);
-	} else if (S_ISREG(s->st.st_mode)) {
+	} else if (S_ISREG(s->st.st_mode) && !lost) {
 		copy_submit_file(c, s->root, srcno, 0);
-	} else {
-		copy_add_other(c, src, s->prefix, &s->st, NULL, srcno, false);
+	} else if (!lost) {
+		copy_add_other(c, src, s->prefix, &s->st, NULL, srcno, 0);
 	}
 	copy_drain(c, 0, false);
 }

@@ -314,6 +314,13 @@ int dindex_build(struct dindex **out, int rootfd, const char *root, const struct
 	return 0;
 }
 
+int dindex_add_found(struct dindex *ix, const char *path, const struct stat *st)
+{
+	struct scan_ent se = { .st = *st, .type = dt_of(st->st_mode) };
+
+	return add(ix, path, "", UINT16_MAX, &se, NULL, 0);
+}
+
 struct dent *dindex_get(struct dindex *ix, const char *path)
 {
 	size_t len = strlen(path), h;

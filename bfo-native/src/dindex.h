@@ -21,6 +21,7 @@
 #include "bfo.h"
 
 struct filter;
+struct stat;
 
 struct dent {
 	size_t path;            /* offset of the NUL-terminated path in the index's names */
@@ -29,6 +30,9 @@ struct dent {
 	uint8_t type;           /* DT_* */
 	uint8_t seen;           /* named by the file list (not deleted) */
 	uint8_t written;        /* the list's entry at its place is written (wanted) */
+	uint8_t tree : 1;       /* the list's entry at its place is of the other kind: it
+				   replaces this entry, and what is below it (WANT_TREE) */
+	uint8_t refused : 1;    /* ... but cannot (a directory with entries kept) */
 	uint32_t mode;          /* st_mode */
 	uint32_t uid, gid;
 	uint32_t mtime_nsec;
@@ -71,6 +75,11 @@ int dindex_build(struct dindex **ix, int rootfd, const char *root, const struct 
 		 unsigned n, const struct filter *f, const struct bfo_opts *ro, unsigned flags,
 		 void (*failed)(void *arg, const char *path, int status), void *arg,
 		 const atomic_bool *cancel);
+
+/* An entry found at path (below the root), with st, after the build (an
+ * entry in the way of a type change that the rules kept from the scan):
+ * 0 or -ENOMEM.  Entries met before may move: look them up again. */
+int dindex_add_found(struct dindex *ix, const char *path, const struct stat *st);
 
 /* The entry at path below the root, or NULL. */
 struct dent *dindex_get(struct dindex *ix, const char *path);

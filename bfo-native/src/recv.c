@@ -68,6 +68,7 @@ static int on_sources(struct rx *x, struct slot *s, const char *dst)
 		/* each copy's place and name (filter names are name/rel), for
 		 * the comparisons; the frame's buffer is reused */
 		c->srcs[i].prefix = x->prefix[i];
+		c->srcs[i].file = !x->src[i].dir;
 		if (!(c->srcs[i].name = strndup(x->src[i].name, x->src[i].name_len)))
 			ret = -ENOMEM;
 		c->nsrcs = i + 1;
@@ -163,7 +164,8 @@ static bool later_piece(struct rx *x, const struct wire_entry *w, const char *pa
  * or failed its hash). */
 static bool file_entry(struct rx *x, const struct wire_entry *w, struct bfo_wentry *e)
 {
-	bool more = w->flags & WIRE_E_MORE, keep = true, replace = false;
+	bool more = w->flags & WIRE_E_MORE, keep = true;
+	uint32_t replace = 0;
 
 	if (w->offset && !later_piece(x, w, e->path))
 		return false;
@@ -174,10 +176,10 @@ static bool file_entry(struct rx *x, const struct wire_entry *w, struct bfo_went
 		/* The first piece decides (without a list); the last one, which
 		 * takes the name, replaces what is there. */
 		uint8_t want = !x->lists && !w->offset ? rx_decide(x, w, e->path) :
-			       rx_replaces(x, e->path) ? WANT_WRITE | WANT_REPLACE : WANT_WRITE;
+			       WANT_WRITE | rx_replace_want(x, e->path);
 
 		keep = want != WANT_SKIP;
-		replace = want & WANT_REPLACE;
+		replace = sync_wflags(want, false);
 	}
 	if (!w->offset && more && !pieced_add(x, e->path, !keep))
 		return false;
@@ -197,7 +199,7 @@ static bool file_entry(struct rx *x, const struct wire_entry *w, struct bfo_went
 	e->length = w->length;
 	e->offset = w->offset;
 	e->flags |= (more ? BFO_WENTRY_MORE : 0) | (w->flags & WIRE_E_ABORT ? BFO_WENTRY_ABORT : 0) |
-		    (replace ? BFO_WENTRY_REPLACE : 0);
+		    replace;
 	return true;
 }
 
@@ -260,13 +262,11 @@ static bool map_entry(struct rx *x, const struct wire_entry *w, struct bfo_wentr
 		e->data = t;
 	}
 	/* with a list, what came was asked for; else it is compared here */
-	uint8_t want = x->lists ? (rx_replaces(x, e->path) ? WANT_WRITE | WANT_REPLACE : WANT_WRITE) :
-		       rx_decide(x, w, e->path);
+	uint8_t want = x->lists ? WANT_WRITE | rx_replace_want(x, e->path) : rx_decide(x, w, e->path);
 
 	if (want == WANT_SKIP)
 		return false;
-	if ((want & WANT_REPLACE) && w->type != BFO_WTYPE_DIR)
-		e->flags |= BFO_WENTRY_REPLACE;
+	e->flags |= sync_wflags(want, w->type == BFO_WTYPE_DIR);
 	return true;
 }
 

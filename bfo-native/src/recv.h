@@ -121,9 +121,9 @@ int rx_on_list(struct rx *x, struct slot *s);
 /* Without a list (a one-way stream): the BATCH record w at dest decided
  * against the index; its WANT_* (WANT_WRITE when nothing is compared). */
 uint8_t rx_decide(struct rx *x, const struct wire_entry *w, const char *dest);
-/* With a list: the entry at dest is replaced (something other than a
- * directory is there). */
-bool rx_replaces(struct rx *x, const char *dest);
+/* With a list: what the entry at dest replaces, as WANT_REPLACE (something
+ * other than a directory is there) and WANT_TREE (of the other kind). */
+uint8_t rx_replace_want(struct rx *x, const char *dest);
 /* The end of a sync, the writer closed: --delete, the directories' times. */
 void rx_sync_end(struct rx *x);
 /* To a sender waiting for it: what was deleted (ITEMS, when asked) and

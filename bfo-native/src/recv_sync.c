@@ -193,8 +193,11 @@ int rx_on_list(struct rx *x, struct slot *s)
 				e.target = target;
 			}
 		}
-		x->wants[i] = sync_decide(&c->sync, &e);
-		if (x->wants[i] == WANT_SKIP && w.type == BFO_WTYPE_FILE) {
+		/* (what the writer replaces is the index's to say: rx_replace_want) */
+		x->wants[i] = sync_decide(&c->sync, &e) & (uint8_t)~WANT_TREE;
+		if (x->wants[i] == WANT_NONE)
+			x->wants[i] = WANT_SKIP;
+		else if (x->wants[i] == WANT_SKIP && w.type == BFO_WTYPE_FILE) {
 			pthread_mutex_lock(&c->lock);
 			c->st.skipped++;
 			pthread_mutex_unlock(&c->lock);
@@ -262,6 +265,8 @@ uint8_t rx_decide(struct rx *x, const struct wire_entry *w, const char *dest)
 	}
 	want = sync_decide(&c->sync, &e);
 	free(rel);
+	if (want == WANT_NONE)
+		return WANT_SKIP;
 	if (want == WANT_SKIP && w->type == BFO_WTYPE_FILE) {
 		pthread_mutex_lock(&c->lock);
 		c->st.skipped++;
@@ -269,16 +274,18 @@ uint8_t rx_decide(struct rx *x, const struct wire_entry *w, const char *dest)
 	}
 	/* (a later member of a group comes as a link: written as one) */
 	if ((want & WANT_ACTION) == WANT_LINK)
-		want = WANT_WRITE | (want & WANT_REPLACE);
+		want = WANT_WRITE | (want & (WANT_REPLACE | WANT_TREE));
 	return want;
 }
 
-bool rx_replaces(struct rx *x, const char *dest)
+uint8_t rx_replace_want(struct rx *x, const char *dest)
 {
 	struct dindex *ix = x->lists || x->compare ? copy_sync_index(x->c) : NULL;
 	struct dent *d = ix ? dindex_get(ix, dest) : NULL;
 
-	return d && d->type != DT_DIR;
+	if (d && d->tree)
+		return WANT_REPLACE | WANT_TREE;
+	return d && d->type != DT_DIR ? WANT_REPLACE : 0;
 }
 
 void rx_sync_end(struct rx *x)

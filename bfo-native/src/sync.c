@@ -21,6 +21,7 @@
 #include "common.h"
 #include "copy.h"
 #include "dindex.h"
+#include "filter.h"
 #include "sync.h"
 #include "test_hooks.h"
 #include "write.h"
@@ -267,64 +268,182 @@ static bool same_other(const struct sync *y, const struct dent *d, const struct 
 	return false;
 }
 
-/* Remove name in dfd and, for a directory, everything below it; no
- * symbolic link is followed (one is removed as itself). */
-static int remove_tree(int dfd, const char *name, unsigned depth)
-{
-	struct stat st;
-	int fd, ret = 0;
-	DIR *d;
-	struct dirent *de;
+/* A walk of the destination's tree below a directory in the way of an
+ * entry of the other kind, as rsync's delete_dir_contents meets it. */
+enum { TW_LOOK, TW_TAKE, TW_LEFT };
+struct tw {
+	struct sync *y;
+	int what;                   /* TW_LOOK: count the entries, stop at an excluded one;
+				       TW_TAKE: none is excluded, all go with the tree (named
+				       deleted); TW_LEFT: what --delete may delete of it, added
+				       to the index where the index does not have it */
+	char *path, *fname;         /* its place below the root, its name for the rules */
+	uint64_t entries;
+	bool excluded;
+};
 
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (!S_ISDIR(st.st_mode))
-		return unlinkat(dfd, name, 0) < 0 ? -errno : 0;
-	if (depth > 4096)
-		return -ELOOP;
-	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+static bool tw_join(char *buf, size_t at, const char *name)
+{
+	size_t nl = strlen(name);
+
+	if (at + 1 + nl + 1 > BFO_WPATH_MAX)
+		return false;
+	buf[at] = '/';
+	memcpy(buf + at + 1, name, nl + 1);
+	return true;
+}
+
+/* The entries of directory name in dfd, path and fname holding pl and fl
+ * bytes: 0, or -errno where it cannot be read (nothing may be assumed of
+ * it then).  Children before their directory; no link followed. */
+static int tw_dir(struct tw *t, int dfd, const char *name, size_t pl, size_t fl, unsigned depth)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), ret = 0;
+	struct dirent *de;
+	DIR *d;
+
 	if (fd < 0)
 		return -errno;
-	if (!(d = fdopendir(fd))) {
+	if (depth > 4096 || !(d = fdopendir(fd))) {
 		close(fd);
-		return -errno;
+		return depth > 4096 ? -ELOOP : -ENOMEM;
 	}
-	while (!ret && (de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			ret = remove_tree(dirfd(d), de->d_name, depth + 1);
+	while (!ret && !t->excluded && (de = readdir(d))) {
+		size_t nl = strlen(de->d_name);
+		struct stat st;
+		bool out;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			ret = errno == ENOENT ? 0 : -errno;
+			continue;
+		}
+		if (!tw_join(t->path, pl, de->d_name) || !tw_join(t->fname, fl, de->d_name)) {
+			ret = -ENAMETOOLONG;
+			break;
+		}
+		t->entries++;
+		out = t->y->filter && filter_excluded(t->y->filter, t->fname + (t->fname[0] == '/'),
+						      S_ISDIR(st.st_mode));
+		if (t->what == TW_LOOK && out)
+			t->excluded = true;     /* protected: it stays, and so does the directory */
+		else if (S_ISDIR(st.st_mode) && !(t->what == TW_LEFT && out))
+			ret = tw_dir(t, dirfd(d), de->d_name, pl + 1 + nl, fl + 1 + nl, depth + 1);
+		if (ret || t->what == TW_LOOK || (t->what == TW_LEFT && out))
+			continue;
+		struct dent *x = dindex_get(t->y->ix, t->path);
+
+		if (t->what == TW_LEFT && !x) {
+			ret = dindex_add_found(t->y->ix, t->path, &st);
+		} else if (t->what == TW_TAKE && (!x || !x->seen)) {
+			if (x)
+				x->seen = 1;
+			t->y->deleted_early++;
+			if (t->y->deleted)
+				t->y->deleted(t->y->arg, t->path);
+		}
+	}
+	t->path[pl] = t->fname[fl] = '\0';
 	closedir(d);
-	if (!ret && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
-		ret = -errno;
 	return ret;
 }
 
-/* --delete and a destination entry of the other kind (a directory where
- * the list has a file, or the reverse) at dest: it goes now, before the
- * entry is written, as rsync does; what the index had below it is no
- * longer there.  0 or -errno. */
-static int make_room(struct sync *y, const char *dest, struct dent *d)
+static int tw_run(struct tw *t, const char *dest, const struct lent *e, int what)
 {
 	char dir[BFO_WPATH_MAX];
 	const char *base = wpath_split(dest, dir, sizeof(dir));
-	int dfd = wpath_open_dir(y->rootfd, dir, false), ret;
-	size_t len = strlen(dest);
+	const char *fn = e->src < t->y->nsrc ? t->y->fname[e->src] : "";
+	int dfd, ret;
 
+	t->what = what;
+	t->excluded = false;
+	snprintf(t->path, BFO_WPATH_MAX, "%s", dest);
+	snprintf(t->fname, BFO_WPATH_MAX, "%s%s%s", fn, *fn && *e->rel ? "/" : "", e->rel);
+	dfd = wpath_open_dir(t->y->rootfd, dir, false);
 	if (dfd < 0)
 		return dfd;
-	ret = y->flags & BFO_COPY_DRY_RUN ? 0 : remove_tree(dfd, base, 0);
+	ret = tw_dir(t, dfd, base, strlen(t->path), strlen(t->fname), 0);
 	close(dfd);
-	if (ret)
-		return ret;
-	for (size_t i = 0; d->type == DT_DIR && i < dindex_count(y->ix); i++) {
-		struct dent *x = dindex_at(y->ix, i);
-		const char *p = dindex_path(y->ix, x);
+	return ret;
+}
 
-		if (!strncmp(p, dest, len) && p[len] == '/')
-			x->seen = 1;
+/*
+ * A destination directory d at dest, where list entry e goes and is not
+ * one (a file or a link where the list has it), as rsync makes way: an
+ * empty directory is replaced, one with entries only with --delete (what
+ * is below it goes with it, each named as deleted), and never one that
+ * holds an entry the filter excludes: that one is kept, with everything
+ * below it that --delete may delete going the usual way (as rsync:
+ * "cannot delete non-empty directory").  The replacement is the writer's
+ * (BFO_WENTRY_REPLACE_TREE): atomic, and what it displaces goes once the
+ * batch is durable.  Returns WANT_TREE, or WANT_SKIP (refused, reported).
+ */
+static uint8_t tree_in_way(struct sync *y, const char *dest, struct dent *d, const struct lent *e)
+{
+	struct tw t = { .y = y, .path = malloc(BFO_WPATH_MAX), .fname = malloc(BFO_WPATH_MAX) };
+	char msg[BFO_WPATH_MAX + 128];
+	int ret = t.path && t.fname ? tw_run(&t, dest, e, TW_LOOK) : -ENOMEM;
+
+	if (!ret && !t.excluded && t.entries > y->delete_max - MIN(y->delete_max, y->deleted_early)) {
+		snprintf(msg, sizeof(msg), "%s: not replaced (--max-delete: %llu entries below it would "
+			 "be deleted)", dest, (unsigned long long)t.entries);
+		if (y->report)
+			y->report(y->arg, msg, -ENOTEMPTY);
+		y->delete_held += t.entries;
+		d->refused = 1;
+		free(t.path);
+		free(t.fname);
+		return WANT_SKIP;
 	}
-	y->deleted_early++;
-	sync_touch(y, dest);
-	return 0;
+	if (!ret && !t.excluded && (!t.entries || (y->flags & BFO_COPY_DELETE))) {
+		ret = tw_run(&t, dest, e, TW_TAKE);
+		free(t.path);
+		free(t.fname);
+		return ret ? WANT_SKIP : WANT_TREE;
+	}
+	bool excluded = t.excluded;
+
+	snprintf(msg, sizeof(msg), "%s: cannot delete non-empty directory (%s), in the way of a%s",
+		 dest, ret < 0 ? "it cannot be read" : excluded ? "it holds excluded entries" :
+		 "no --delete", S_ISLNK(e->st.st_mode) ? " symbolic link" :
+		 S_ISREG(e->st.st_mode) ? " file" : "n entry of another kind");
+	if (y->report)
+		y->report(y->arg, msg, ret < 0 ? ret : -ENOTEMPTY);
+	d->refused = 1;
+	/* (what of it the index does not have, the rules excluding the
+	 * directory itself, --delete deletes all the same: rsync does) */
+	if (!ret && (y->flags & BFO_COPY_DELETE))
+		tw_run(&t, dest, e, TW_LEFT);
+	free(t.path);
+	free(t.fname);
+	return WANT_SKIP;
+}
+
+/* An entry of the other kind at dest, where list entry e goes: WANT_TREE
+ * (e takes its place), or WANT_SKIP (refused, reported). */
+static uint8_t type_change(struct sync *y, const char *dest, struct dent *d, const struct lent *e)
+{
+	return d->type == DT_DIR ? tree_in_way(y, dest, d, e) : WANT_TREE;
+}
+
+/* The directory at dest, which the index does not have (the rules
+ * exclude it as a directory), where non-directory e goes: indexed now,
+ * named by the list, so that it is decided as any entry in the way.
+ * NULL: nothing of the kind is there. */
+static struct dent *unindexed_dir(struct sync *y, const char *dest)
+{
+	char dir[BFO_WPATH_MAX];
+	const char *base = wpath_split(dest, dir, sizeof(dir));
+	int dfd = wpath_open_dir(y->rootfd, dir, false);
+	struct stat st;
+	bool there = dfd >= 0 && fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+
+	if (dfd >= 0)
+		close(dfd);
+	if (!there || dindex_add_found(y->ix, dest, &st))
+		return NULL;
+	return dindex_get(y->ix, dest);
 }
 
 /* A hard link group's later member e (dest, its entry d or NULL): linked
@@ -350,10 +469,12 @@ uint8_t sync_decide(struct sync *y, const struct lent *e)
 	struct dent *d = y->ix ? dindex_get(y->ix, dest) : NULL;
 	bool reg = S_ISREG(e->st.st_mode), same;
 	struct bfo_wentry w = { 0 };
-	uint8_t want;
+	uint8_t want, tree = 0;
 
 	if (reg)
 		y->tree_bytes += (uint64_t)e->st.st_size;
+	if (!d && y->ix && y->filter && !S_ISDIR(e->st.st_mode))
+		d = unindexed_dir(y, dest);
 	if (d) {
 		d->seen = 1;
 		if (S_ISDIR(e->st.st_mode) && d->type == DT_DIR) {
@@ -364,12 +485,14 @@ uint8_t sync_decide(struct sync *y, const struct lent *e)
 			d->want_mtime = e->st.st_mtim.tv_sec;
 			d->want_mtime_nsec = (uint32_t)e->st.st_mtim.tv_nsec;
 		}
-		if ((d->type == DT_DIR) != !!S_ISDIR(e->st.st_mode) && (y->flags & BFO_COPY_DELETE) &&
-		    make_room(y, dest, d) == 0)
-			d = NULL;
+		if ((d->type == DT_DIR) != !!S_ISDIR(e->st.st_mode)) {
+			if ((tree = type_change(y, dest, d, e)) == WANT_SKIP)
+				return WANT_NONE;
+			d->tree = 1;
+		}
 	}
 	if (d && reg && e->link_rel) {
-		want = decide_member(y, e, d);
+		want = decide_member(y, e, d) | tree;
 		if (want == WANT_SKIP)
 			y->skipped++;
 		goto decided;
@@ -380,7 +503,12 @@ uint8_t sync_decide(struct sync *y, const struct lent *e)
 	}
 	if (!(y->flags & BFO_COPY_UPDATE)) {
 		/* (replace everything: nothing compared) */
-		want = WANT_WRITE | (S_ISDIR(e->st.st_mode) ? 0 : WANT_REPLACE);
+		want = WANT_WRITE | (S_ISDIR(e->st.st_mode) && !tree ? 0 : WANT_REPLACE | tree);
+		d->written = 1;
+		goto decided;
+	}
+	if (tree) {
+		want = WANT_WRITE | WANT_REPLACE | WANT_TREE;
 		d->written = 1;
 		goto decided;
 	}
@@ -466,6 +594,11 @@ uint64_t sync_delete(struct sync *y, bool dry_run, void (*item)(void *arg, const
 	for (size_t i = 0; i < k && !(y->cancel && atomic_load(y->cancel)); i++) {
 		const char *path = dindex_path(y->ix, v[i]);
 		int ret;
+
+		if (done + y->deleted_early >= y->delete_max) {
+			y->delete_held += k - i;     /* (--max-delete: the rest stay) */
+			break;
+		}
 
 		if (bfo_test_hooks.before_delete && !dry_run)
 			bfo_test_hooks.before_delete(bfo_test_hooks.arg, path);

@@ -31,6 +31,18 @@ struct copy_who;
 #define WANT_LINK    2u   /* a hard link to its group's first name, which the copy has */
 #define WANT_ACTION  3u   /* the bits above */
 #define WANT_REPLACE 4u   /* with WRITE or LINK: something has its name, to be replaced */
+#define WANT_TREE    8u   /* with REPLACE: of the other kind (BFO_WENTRY_REPLACE_TREE);
+			     the receiver's own, never on the wire */
+#define WANT_NONE    16u  /* sync_decide only: not written, and not the copy's
+			     either (refused and reported): a SKIP not counted */
+
+/* The writer's flags for an entry of this want (dir: a directory). */
+static inline uint32_t sync_wflags(uint8_t want, bool dir)
+{
+	if (want & WANT_TREE)
+		return BFO_WENTRY_REPLACE | BFO_WENTRY_REPLACE_TREE;
+	return (want & WANT_REPLACE) && !dir ? BFO_WENTRY_REPLACE : 0;
+}
 
 /* One entry of the file list. */
 struct lent {
@@ -75,13 +87,22 @@ struct sync {
 	uint32_t flags;             /* BFO_COPY_* */
 	unsigned nsrc;
 	char **prefix;              /* each source's copy, below the root */
+	char **fname;               /* each source's name for the filter rules */
+	const struct filter *filter;
 	int rootfd;                 /* the destination root (not owned) */
 	const atomic_bool *cancel;  /* set: --delete stops between entries (may be NULL) */
+	/* told, on the deciding thread: an entry that cannot be written, and
+	 * what the index had below a tree replaced (deleted with it) */
+	void (*report)(void *arg, const char *path, int status);
+	void (*deleted)(void *arg, const char *path);
+	void *arg;
 	/* what the comparisons found */
 	uint64_t skipped;           /* regular files the copy has */
 	uint64_t wanted;            /* entries asked for */
 	uint64_t tree_bytes;        /* bytes of the list's regular files */
-	uint64_t deleted_early;     /* entries of another kind removed to make room (--delete) */
+	uint64_t deleted_early;     /* entries below one of another kind, removed with it */
+	uint64_t delete_max;        /* deletions allowed (UINT64_MAX: no limit) */
+	uint64_t delete_held;       /* deletions not made: past delete_max */
 };
 
 /* The destination path of e (prefix of its source / rel), in buf. */
@@ -93,7 +114,9 @@ const char *sync_dest(const struct sync *y, uint16_t src, const char *rel, char 
  * the copy takes them; with BFO_COPY_CHECKSUM the bytes instead of the
  * mtime; a link's target, a device's number...).  Marks that entry as
  * named by the list.  Entries must be decided in list order (a hard link
- * group's first member before the others).
+ * group's first member before the others).  An entry of another kind
+ * than the destination's takes its place (WANT_TREE), or is refused and
+ * reported (WANT_NONE: a directory with entries kept in its way).
  */
 uint8_t sync_decide(struct sync *y, const struct lent *e);
 

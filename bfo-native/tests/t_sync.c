@@ -1026,15 +1026,7 @@ int main(void)
 	root_user = t_is_root();
 	umask(022);
 	v.tmp = t_tmpdir();
-	/* a remote shell that runs the far side here, as ssh would: the host
-	 * dropped, the rest one command line for sh */
-	v.rsh = t_path(v.tmp, "rsh");
-	{
-		static const char sh[] = "#!/bin/sh\nshift\nexec sh -c \"$*\"\n";
-
-		t_write_bytes(v.rsh, sh, sizeof(sh) - 1);
-	}
-	chmod(v.rsh, 0755);
+	v.rsh = tw_local_rsh(v.tmp);
 	if (!t_have_prog("rsync"))
 		t_log("rsync is not installed: the filters are not compared with it");
 	t_subtest("local", 300, scenario_local, &v);

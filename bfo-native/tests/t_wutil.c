@@ -1801,3 +1801,13 @@ bool tw_wait_catching(pid_t pid, const char *prog, int sig)
 		tw_sleep_ns(1000000);
 	}
 }
+
+char *tw_local_rsh(const char *dir)
+{
+	static const char sh[] = "#!/bin/sh\nshift\nexec sh -c \"$*\"\n";
+	char *p = t_path(dir, "rsh");
+
+	t_write_bytes(p, sh, sizeof(sh) - 1);
+	T_ASSERT(chmod(p, 0755) == 0, "chmod %s", p);
+	return p;
+}

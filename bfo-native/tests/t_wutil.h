@@ -97,6 +97,10 @@ int tw_wait_progress(pid_t pid, const char *dir, unsigned stall_secs, const char
  */
 bool tw_wait_catching(pid_t pid, const char *prog, int sig);
 
+/* A remote shell that runs the far side here, as ssh would: HOST dropped,
+ * the rest one command line for sh; made in dir (malloc'd path). */
+char *tw_local_rsh(const char *dir);
+
 /* Sleep for ns nanoseconds (not a timing assertion: only to pick a point). */
 void tw_sleep_ns(uint64_t ns);
 

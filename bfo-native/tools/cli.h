@@ -14,6 +14,7 @@
  * SIGINT (130) or SIGTERM (143). */
 #define CLI_EXIT_SOME_FAILED 1
 #define CLI_EXIT_USAGE 2
+#define CLI_EXIT_DEL_LIMIT 25   /* --max-delete stopped the deletions (rsync's 25) */
 #define CLI_EXIT_SIGNALED 128
 
 /* Progress on stderr, at most four times a second, when enabled (by

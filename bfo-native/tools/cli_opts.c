@@ -139,6 +139,9 @@ const struct cli_cmd cli_cmd_plan = {
 	.help = "print what ran on stderr: files, bytes, engines, batches" }
 #define ROW_DELETE { .name = "delete", .help = \
 	"delete what the copy has and SRC does not, once the copy is durable (as rsync --delete)" }
+#define ROW_MAX_DELETE { .name = "max-delete", .arg = "N", .help = \
+	"delete at most N entries, then stop deleting and exit with status 25 (as rsync; 0: " \
+	"list what --delete would delete, delete nothing)" }
 #define ROW_DRY_RUN { .name = "dry-run", .letter = 'n', \
 	.help = "print what would be copied and deleted; change nothing" }
 #define ROW_EXCLUDE { .name = "exclude", .arg = "PATTERN", .help = \
@@ -171,6 +174,7 @@ static const struct cli_opt cp_opts[CO_N] = {
 	[CO_REMOTE_BFO] = { .name = "remote-bfo", .arg = "PATH",
 		.help = "the bfo to run on HOST (default bfo on its PATH), as rsync's --rsync-path" },
 	[CO_DELETE] = ROW_DELETE,
+	[CO_MAX_DELETE] = ROW_MAX_DELETE,
 	[CO_DRY_RUN] = ROW_DRY_RUN,
 	[CO_EXCLUDE] = ROW_EXCLUDE,
 	[CO_INCLUDE] = ROW_INCLUDE,
@@ -252,6 +256,7 @@ static const struct cli_opt recv_opts[CO_N] = {
 	[CO_CHECKSUM] = ROW_CHECKSUM,
 	[CO_WENGINE] = ROW_WENGINE,
 	[CO_DELETE] = ROW_DELETE,
+	[CO_MAX_DELETE] = ROW_MAX_DELETE,
 	[CO_DRY_RUN] = ROW_DRY_RUN,
 	[CO_EXCLUDE] = ROW_EXCLUDE,
 	[CO_INCLUDE] = ROW_INCLUDE,

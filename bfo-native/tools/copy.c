@@ -101,7 +101,7 @@ static int copy_local(struct cp_args *a)
 		cli_dest_error("cp", a->dst, ret);
 	copy_ui_end(&ui, c, a->c.stats, a->c.verbose || (a->c.flags & BFO_COPY_DRY_RUN));
 	bfo_copier_destroy(c);
-	return copy_ui_exit(ret);
+	return copy_ui_exit(&ui, ret);
 }
 
 /* The far side's command line: bfo recv with our write options, or bfo
@@ -139,6 +139,13 @@ static char **far_argv(const struct cp_args *a, bool recv, const char *const *pa
 	if (recv) {
 		if (a->c.flags & BFO_COPY_DELETE)
 			v[k++] = "--delete";
+		if (a->c.max_delete >= 0) {
+			static char max[24];
+
+			snprintf(max, sizeof(max), "%lld", a->c.max_delete);
+			v[k++] = "--max-delete";
+			v[k++] = max;
+		}
 		if (a->c.flags & BFO_COPY_DRY_RUN)
 			v[k++] = "--dry-run";
 		if (a->c.flags & BFO_COPY_REPLACE)
@@ -200,8 +207,11 @@ static int copy_remote(struct cp_args *a, struct remote_arg *hosts, bool to_remo
 	if (ret < 0 && ret != -ECANCELED && ret != -EPIPE && !to_remote)
 		cli_dest_error("cp", a->dst, ret);
 	copy_ui_end(&ui, c, a->c.stats, a->c.verbose || (a->c.flags & BFO_COPY_DRY_RUN));
-	local = ret == -EPIPE ? CLI_EXIT_SOME_FAILED : copy_ui_exit(ret);
-	far = remote_finish(&r, "cp", a->rsh, a->remote_bfo, cli_signal != 0);
+	local = ret == -EPIPE ? CLI_EXIT_SOME_FAILED : copy_ui_exit(&ui, ret);
+	struct bfo_copy_stats st;
+
+	bfo_copier_stats(c, &st);
+	far = remote_finish(&r, "cp", a->rsh, a->remote_bfo, cli_signal != 0, st.wire_received > 0);
 	if (far == CLI_EXIT_SOME_FAILED && (ret == -EPIPE || ret == -ENODATA))
 		fprintf(stderr, "bfo: cp: the far side (%s %s %s) ended before the copy did\n",
 			a->rsh, r.host, to_remote ? "bfo recv" : "bfo send");

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Reporting of the copying subcommands (copy_ui.h). */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -13,7 +15,7 @@
 
 void copy_args_init(struct copy_args *a)
 {
-	*a = (struct copy_args){ .wo = { .size = sizeof(a->wo) }, .progress = -1 };
+	*a = (struct copy_args){ .wo = { .size = sizeof(a->wo) }, .progress = -1, .max_delete = -1 };
 }
 
 /* A filter rule "- PATTERN" or "+ PATTERN" onto a's list. */
@@ -49,6 +51,14 @@ int copy_args_opt(struct copy_args *a, int opt, const char *arg, int choice)
 	case CO_UPDATE: a->flags |= BFO_COPY_UPDATE; return 1;
 	case CO_CHECKSUM: a->flags |= BFO_COPY_CHECKSUM; return 1;
 	case CO_DELETE: a->flags |= BFO_COPY_DELETE; return 1;
+	case CO_MAX_DELETE:
+		errno = 0;
+		l = strtol(arg, &end, 10);
+		if (*end || end == arg || !isdigit((unsigned char)*arg) || errno || l < 0 ||
+		    l >= INT64_MAX)
+			return -1;
+		a->max_delete = l;
+		return 1;
 	case CO_DRY_RUN: a->flags |= BFO_COPY_DRY_RUN; return 1;
 	case CO_EXCLUDE: return add_rule(a, '-', arg) ? -1 : 1;
 	case CO_INCLUDE: return add_rule(a, '+', arg) ? -1 : 1;
@@ -98,7 +108,8 @@ int copy_args_apply(const struct copy_args *a, struct bfo_copier *c, const char 
 {
 	struct bfo_copy_opts o = { .size = sizeof(o), .filters = a->filters,
 				   .compress = a->compress ? (a->level ? a->level : 3) : 0,
-				   .owner_lost = on_owner_lost, .owner_lost_arg = (void *)cmd };
+				   .owner_lost = on_owner_lost, .owner_lost_arg = (void *)cmd,
+				   .delete_limit = a->max_delete >= 0 ? (uint64_t)a->max_delete + 1 : 0 };
 	int ret;
 
 	if ((a->verbose || (a->flags & BFO_COPY_DRY_RUN)) && items) {
@@ -242,6 +253,10 @@ void copy_ui_end(struct copy_ui *ui, struct bfo_copier *c, bool stats, bool sum)
 	bfo_copier_stats(c, &st);
 	cli_progress_tick(&ui->prog, st.files, st.bytes, true);
 	fflush(stdout);
+	ui->held = st.delete_held;
+	if (st.delete_held)
+		fprintf(stderr, "bfo: %s: deletions stopped at --max-delete's limit: %" PRIu64
+			" not deleted\n", ui->cmd, st.delete_held);
 	if (!sum && !stats)
 		return;
 	f = open_memstream(&text, &len);
@@ -295,8 +310,15 @@ void copy_ui_sources_free(char **srcs, char *const *orig, unsigned n)
 	free(srcs);
 }
 
-int copy_ui_exit(int ret)
+int copy_ui_exit(const struct copy_ui *ui, int ret)
 {
+	/* (the cause first: what a stream's far side says follows from it) */
+	if (cli_signal)
+		fprintf(stderr, "bfo: %s: stopped by SIG%s; no file is left torn, and the same "
+			"command run again finishes the copy\n", ui->cmd, sigabbrev_np(cli_signal));
+	/* (as rsync: the limit's status where nothing else went wrong) */
+	if (ret == 0 && ui->held)
+		return CLI_EXIT_DEL_LIMIT;
 	if (ret == -ECANCELED || (cli_signal && ret < 0))
 		return cli_exit_signal();
 	/* The destination refused (not a directory, its journal not ours),

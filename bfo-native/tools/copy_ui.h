@@ -25,6 +25,7 @@ struct copy_args {
 	bool compress;              /* -z */
 	int level;                  /* --compress-level (0: zstd's default, 3) */
 	const char **filters;       /* "- PATTERN" / "+ PATTERN", NULL-terminated */
+	long long max_delete;       /* --max-delete=N, -1: none */
 	unsigned nfilters;
 };
 
@@ -44,6 +45,7 @@ struct copy_ui {
 	struct bfo_copy_callbacks cb;
 	bool writes;                /* this side writes: its --stats name the writer */
 	bool dry;                   /* a dry run: the summary says so */
+	uint64_t held;              /* deletions --max-delete held back */
 };
 
 /* progress: 1, 0, or -1 when stderr is a terminal. */
@@ -64,7 +66,7 @@ int copy_ui_modes(struct copy_args *a);
  * free with copy_ui_sources_free. */
 char **copy_ui_sources(char *const *srcs, unsigned n);
 void copy_ui_sources_free(char **srcs, char *const *orig, unsigned n);
-/* The exit status for a copier's return value. */
-int copy_ui_exit(int ret);
+/* The exit status for a copier's return value (after copy_ui_end). */
+int copy_ui_exit(const struct copy_ui *ui, int ret);
 
 #endif

@@ -190,7 +190,8 @@ static int far_wait(pid_t pid, bool cancelled, bool *termed)
 	return st;
 }
 
-int remote_finish(struct remote *r, const char *cmd, const char *rsh, const char *bfo, bool cancelled)
+int remote_finish(struct remote *r, const char *cmd, const char *rsh, const char *bfo, bool cancelled,
+		  bool answered)
 {
 	int st, code;
 	bool termed;
@@ -210,13 +211,18 @@ int remote_finish(struct remote *r, const char *cmd, const char *rsh, const char
 		       CLI_EXIT_SIGNALED + WTERMSIG(st) : CLI_EXIT_SOME_FAILED;
 	}
 	code = WEXITSTATUS(st);
-	if (code == 255)
+	/* ssh's 255 is its own failure, or the far command's death by a
+	 * signal: which, the far side's answers tell */
+	if (code == 255 && answered)
+		fprintf(stderr, "bfo: %s: the far bfo on %s ended before the copy did (killed, or "
+			"'%s' lost the connection: exit 255)\n", cmd, r->host, rsh);
+	else if (code == 255)
 		fprintf(stderr, "bfo: %s: '%s' could not reach %s (exit 255)\n", cmd, rsh, r->host);
 	else if (code == 127)
 		fprintf(stderr, "bfo: %s: '%s' is not found on %s (install bfo there, or name it with "
 			"--remote-bfo PATH)\n", cmd, bfo, r->host);
-	if (code == 0 || code == CLI_EXIT_SOME_FAILED || code == CLI_EXIT_SIGNALED + SIGINT ||
-	    code == CLI_EXIT_SIGNALED + SIGTERM)
+	if (code == 0 || code == CLI_EXIT_SOME_FAILED || code == CLI_EXIT_DEL_LIMIT ||
+	    code == CLI_EXIT_SIGNALED + SIGINT || code == CLI_EXIT_SIGNALED + SIGTERM)
 		return code;
 	return CLI_EXIT_USAGE;
 }

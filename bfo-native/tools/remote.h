@@ -41,12 +41,14 @@ int remote_start(struct remote *r, const char *rsh, const char *host, char *cons
 
 /*
  * Close our end and wait for the far side.  Returns its exit status as
- * the subcommands define them (0, 1, 2, 130, 143), after naming on stderr
- * why the remote shell itself failed (255: could not connect; 127: no bfo
+ * the subcommands define them (0, 1, 2, 25, 130, 143), after naming on
+ * stderr why the remote shell itself failed (255: could not connect, or,
+ * answered (the far bfo was heard from), the far side died; 127: no bfo
  * there).  cancelled (we were interrupted): the far side, its stream
  * ended, gets a moment to end by itself, then SIGTERM (through ssh the
  * remote shell ends, and the far bfo sees its stream end).
  */
-int remote_finish(struct remote *r, const char *cmd, const char *rsh, const char *bfo, bool cancelled);
+int remote_finish(struct remote *r, const char *cmd, const char *rsh, const char *bfo, bool cancelled,
+		  bool answered);
 
 #endif

@@ -97,7 +97,7 @@ static int run(bool recv, struct sr_args *a, char **paths, int npaths)
 	copy_ui_end(&ui, c, a->c.stats, !a->c.server && (a->c.verbose || (a->c.flags & BFO_COPY_DRY_RUN)));
 	bfo_copier_destroy(c);
 	copy_args_free(&a->c);
-	return ret == -EPIPE ? CLI_EXIT_SOME_FAILED : copy_ui_exit(ret);
+	return ret == -EPIPE ? CLI_EXIT_SOME_FAILED : copy_ui_exit(&ui, ret);
 }
 
 int cmd_send(int argc, char **argv)
