@@ -366,6 +366,7 @@ static int run_close(struct bfo_copier *c, struct run *r)
 	copy_sync_end(c);
 	if (r->root_meta_src && c->archive && !atomic_load(&c->cancel) && !(c->flags & BFO_COPY_DRY_RUN))
 		root_meta(c, r);
+	copy_tail_durable(c);
 	if (c->dst_fd >= 0)
 		close(c->dst_fd);
 	c->dst_fd = -1;

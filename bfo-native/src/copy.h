@@ -120,6 +120,8 @@ struct bfo_copier {
 				       not be written): no --delete either */
 	bool listing;               /* the run compares through an index */
 	bool overlap;               /* two sources' copies share places (copy_loses) */
+	bool tail_changed;          /* after the writer closed, the destination changed (deletions,
+				       directories' times, the root's metadata): copy_tail_durable */
 	struct sync sync;           /* what it compares with */
 	struct ixjob *ixjob;        /* the index being built (copy_sync.c) */
 	struct duplex *duplex;      /* a sender's back channel (copy_send.c) */
@@ -283,6 +285,10 @@ void copy_owner_lost(struct bfo_copier *c, const char *path, int status);
  * left alone when a rerun finds it so already, failures and an owner the
  * namespace cannot give reported against c->root. */
 void copy_root_meta(struct bfo_copier *c, const struct bfo_wentry *e);
+/* What changed at the destination after its writer closed is made
+ * durable (one syncfs, as the writer's durability asks): a copy that
+ * returned has deleted, for good, what it said it deleted. */
+void copy_tail_durable(struct bfo_copier *c);
 /* The progress callback, at most every PROGRESS_NS unless force. */
 void copy_progress(struct bfo_copier *c, bool force);
 

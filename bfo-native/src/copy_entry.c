@@ -93,11 +93,20 @@ void copy_root_meta(struct bfo_copier *c, const struct bfo_wentry *e)
 	}
 	if (root_same(c, e))
 		return;
+	c->tail_changed = true;
 	ret = meta_apply(c->dst_fd, false, e, false, false, NULL, &lost);
 	if (ret)
 		copy_report(c, c->root, ret);
 	else if (lost)
 		copy_owner_lost(c, c->root, lost);
+}
+
+void copy_tail_durable(struct bfo_copier *c)
+{
+	if (c->tail_changed && c->dst_fd >= 0 && !(c->flags & BFO_COPY_DRY_RUN) &&
+	    c->wo.durability != BFO_DURABILITY_NONE && syncfs(c->dst_fd) < 0)
+		copy_report(c, c->root, -errno);
+	c->tail_changed = false;
 }
 
 void copy_progress(struct bfo_copier *c, bool force)

@@ -273,8 +273,11 @@ void copy_sync_end(struct bfo_copier *c)
 	else if ((c->flags & BFO_COPY_DELETE) && c->list_errors && !cancelled)
 		copy_report(c, "--delete: nothing deleted (some entries could not be listed)", -EIO);
 	/* (cancelled: the run ends now, as it ends without a root's times) */
-	if (c->sync.ix && !(c->flags & BFO_COPY_DRY_RUN) && !atomic_load(&c->cancel))
-		sync_dirs_fix(&c->sync, on_failed, c);
+	if (c->sync.ix && !(c->flags & BFO_COPY_DRY_RUN) && !atomic_load(&c->cancel) &&
+	    sync_dirs_fix(&c->sync, on_failed, c))
+		c->tail_changed = true;
+	if (deleted && !(c->flags & BFO_COPY_DRY_RUN))
+		c->tail_changed = true;
 	pthread_mutex_lock(&c->lock);
 	c->st.deleted = deleted + c->sync.deleted_early;
 	c->st.delete_held = c->sync.delete_held;

@@ -446,6 +446,7 @@ static int recv_run(struct bfo_copier *c, struct rx *x, const char *dst)
 		finish(x);
 		rx_sync_end(x);
 		root_meta(x);
+		copy_tail_durable(c);
 		rx_sync_result(x);
 	}
 	return ret;

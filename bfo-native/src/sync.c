@@ -622,9 +622,11 @@ uint64_t sync_delete(struct sync *y, bool dry_run, void (*item)(void *arg, const
 	return done;
 }
 
-void sync_dirs_fix(struct sync *y, void (*report)(void *arg, const char *path, int status),
-		   void *arg)
+uint64_t sync_dirs_fix(struct sync *y, void (*report)(void *arg, const char *path, int status),
+		      void *arg)
 {
+	uint64_t fixed = 0;
+
 	for (size_t i = 0; i < dindex_count(y->ix); i++) {
 		struct dent *d = dindex_at(y->ix, i);
 		const char *path = dindex_path(y->ix, d);
@@ -639,10 +641,14 @@ void sync_dirs_fix(struct sync *y, void (*report)(void *arg, const char *path, i
 		/* the directory that was indexed, and no other (another user may
 		 * have put another one in its place): its times only */
 		if (fd >= 0 && fstat(fd, &st) == 0 && st.st_ino == d->ino && st.st_dev == d->dev &&
-		    (st.st_mtim.tv_sec != d->want_mtime || st.st_mtim.tv_nsec != (long)d->want_mtime_nsec) &&
-		    utimensat(fd, "", ts, AT_EMPTY_PATH) < 0)
-			report(arg, path, -errno);
+		    (st.st_mtim.tv_sec != d->want_mtime || st.st_mtim.tv_nsec != (long)d->want_mtime_nsec)) {
+			if (utimensat(fd, "", ts, AT_EMPTY_PATH) < 0)
+				report(arg, path, -errno);
+			else
+				fixed++;
+		}
 		if (fd >= 0)
 			close(fd);
 	}
+	return fixed;
 }

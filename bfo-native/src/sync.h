@@ -133,10 +133,11 @@ uint64_t sync_delete(struct sync *y, bool dry_run, void (*item)(void *arg, const
 /*
  * The directories the list named and left alone get their times back
  * where entries written into them, or deleted from them, moved them: a
- * directory is put back only if it is still the one indexed.
+ * directory is put back only if it is still the one indexed.  Returns how
+ * many were.
  */
-void sync_dirs_fix(struct sync *y, void (*report)(void *arg, const char *path, int status),
-		   void *arg);
+uint64_t sync_dirs_fix(struct sync *y, void (*report)(void *arg, const char *path, int status),
+		      void *arg);
 
 /* A path below which something was written (or deleted): its parent's
  * times are looked at by sync_dirs_fix. */
