@@ -14,7 +14,9 @@
  *    option;
  *  - the man pages the build wrote (BFO_MANDIR): bfo.1 names every
  *    command, bfo-CMD.1 lists exactly the options of `bfo CMD --help`,
- *    and groff reads each without a warning.
+ *    and groff reads each without a warning;
+ *  - a man(3) page for every function libbfo.so exports (bfo_mkman3, from
+ *    bfo.h's comments), with its synopsis, groff-clean.
  */
 #include <stdarg.h>
 #include <stdbool.h>
@@ -243,6 +245,49 @@ static int man_options(const char *page, char names[][64], int max)
 	return n;
 }
 
+/* Every function libbfo.so exports (nm -D) has its man(3) page, which
+ * names it and its synopsis, and groff reads each without a warning. */
+static void check_man3(bool have_groff)
+{
+	char lib[4096], *dir = strdup(BFO_CLI), *slash = strrchr(dir, '/'), *p, *nl;
+	struct tw_run r;
+	int pages = 0;
+
+	*slash = '\0';
+	snprintf(lib, sizeof(lib), "%s/libbfo.so", dir);
+	tw_runl(&r, "sh", "-c", "nm -D --defined-only \"$1\" | awk '$2 == \"T\" && $3 ~ /^bfo_/ {sub(/@.*/, \"\", $3); print $3}'",
+		"sh", lib, NULL);
+	T_ASSERT(r.status == 0 && r.out_len, "nm %s: %s", lib, r.err);
+	for (p = r.out; *p; p = nl + 1) {
+		char page[4096], text[1 << 15], syn[128];
+		FILE *f;
+		size_t len;
+
+		nl = strchr(p, '\n');
+		*nl = '\0';
+		snprintf(page, sizeof(page), "%s/../man3/%s.3", BFO_MANDIR, p);
+		f = fopen(page, "r");
+		T_ASSERT(f, "%s exports %s and has no man(3) page %s", lib, p, page);
+		len = fread(text, 1, sizeof(text) - 1, f);
+		text[len] = '\0';
+		fclose(f);
+		snprintf(syn, sizeof(syn), "%s(", p);
+		T_ASSERT(strstr(text, ".SH SYNOPSIS") && strstr(text, syn), "%s: no synopsis of %s", page, p);
+		if (have_groff) {
+			struct tw_run g;
+
+			tw_runl(&g, "groff", "-man", "-Tutf8", "-ww", "-z", page, NULL);
+			T_ASSERT(g.status == 0 && g.err_len == 0, "groff warns about %s: %s", page, g.err);
+			tw_run_free(&g);
+		}
+		pages++;
+	}
+	T_ASSERT(pages > 40, "only %d exported functions seen", pages);
+	t_log("man(3): a page for each of the %d functions libbfo exports", pages);
+	tw_run_free(&r);
+	free(dir);
+}
+
 static void check_man(const char *cmd, const struct help *h, bool have_groff)
 {
 	char page[4096], names[MAX_OPTS][64];
@@ -359,6 +404,7 @@ int main(void)
 			tw_run_free(&r);
 		}
 	}
+	check_man3(have_groff);
 	tw_run_free(&all);
 	t_log("PASS%s", have_groff ? "" : " (groff not installed: the pages were not rendered)");
 	return 0;

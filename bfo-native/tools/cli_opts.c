@@ -34,7 +34,8 @@ const char cli_intro_text[] =
 
 const char cli_exit_text[] =
 	"Exit status: 0 all done; 1 some files failed (each named on stderr); 2 usage or "
-	"setup error; 130 ended by SIGINT, 143 by SIGTERM (a second signal ends bfo at once).";
+	"setup error; 25 --max-delete stopped the deletions (cp, recv); 130 ended by SIGINT, 143 "
+	"by SIGTERM (a second signal ends bfo at once).";
 
 /* ------------------------------------------------------------ read, plan */
 
