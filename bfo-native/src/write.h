@@ -67,7 +67,13 @@ struct manifest {
 /* Larger manifests are not acted on: more than any batch writes. */
 #define BFO_MANIFEST_MAX ((off_t)1 << 32)
 
-/* journal.c */
+/* journal.c and journal_recover.c */
+#define JOURNAL_MAGIC "BFOJRNL1"        /* a manifest's (and a record's) first bytes */
+#define JOURNAL_LOCK_MARK "BFO writer lock\n"  /* what a writer's lock file holds */
+/* A record being written: recovery never reads one (it reads only ".m"
+ * names) and removes it only once its writer is gone. */
+#define JOURNAL_NEW_SUFFIX ".new"
+void journal_ids_name(char *buf, size_t len, const char *mname);
 int journal_dir_open(int rootfd, bool create);
 int journal_lock(int jfd, uint32_t id, char *name, size_t len);
 int journal_id_append(int mfd, _Atomic uint64_t *off, uint32_t idx, const struct fid *id);
