@@ -4,10 +4,12 @@
  *
  * Pool tasks stat every file of the window (and, where the engine reads by
  * physical address or orders by it, open it and map its extents with
- * FIEMAP).  The last task to finish builds the plan: files sorted for the
- * device, cut into groups that each fit one arena chunk, and for raw files
- * the ORDER_LIST of extent segments sorted by physical offset and merged
- * into regions of at most max_io bytes (plan_regions.c).
+ * FIEMAP).  The last task to finish queues the window as planned; the
+ * dispatcher's thread then builds its plan (plan_window, called from
+ * dispatch.c outside the context's lock): files sorted for the device, cut
+ * into groups that each fit one arena chunk, and for raw files the
+ * ORDER_LIST of extent segments sorted by physical offset and merged into
+ * regions of at most max_io bytes (plan_regions.c).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -182,27 +182,31 @@ static void list_end(struct walk *w, struct dirlist_builder *lb, bool whole)
 	pthread_mutex_unlock(&w->lock);
 }
 
+/* Directory dir could not be read (status): kept for the caller to name,
+ * up to a bound; beyond it (or without memory) only counted, so a tree of
+ * unreadable directories cannot grow the walk without limit. */
+static void dir_failed(struct walk *w, const char *dir, int status)
+{
+	char *p = strdup(dir);
+
+	pthread_mutex_lock(&w->lock);
+	if (p && w->nfails < WALK_MAX_FAILURES) {
+		w->fails[w->nfails].path = p;
+		w->fails[w->nfails++].status = status;
+	} else {
+		free(p);
+		w->errors++;
+	}
+	pthread_mutex_unlock(&w->lock);
+}
+
 static void read_dir(struct walk *w, char *dir)
 {
 	DIR *d = fdl_opendir(dir);
 	struct dirent *de;
 
 	if (!d) {
-		int err = -errno;
-		char *p = strdup(dir);
-
-		pthread_mutex_lock(&w->lock);
-		/* Kept for the caller to name, up to a bound; beyond it (or
-		 * without memory) only counted, so a tree of unreadable
-		 * directories cannot grow the walk without limit. */
-		if (p && w->nfails < WALK_MAX_FAILURES) {
-			w->fails[w->nfails].path = p;
-			w->fails[w->nfails++].status = err;
-		} else {
-			free(p);
-			w->errors++;
-		}
-		pthread_mutex_unlock(&w->lock);
+		dir_failed(w, dir, -errno);
 		return;
 	}
 	struct dirlist_builder lb = { 0 };
