@@ -61,6 +61,146 @@ static char *add(struct tree *t, const char *dir, const char *name)
 	return t->paths[t->n++];
 }
 
+/* Fragmented files: round-robin appends, fsync after each. */
+static void make_fragmented(struct tree *t, const char *mnt)
+{
+	uint8_t chunk[4096 + 123];
+	char name[64];
+	int fds[NFRAG];
+
+	for (int f = 0; f < NFRAG; f++) {
+		snprintf(name, sizeof(name), "frag%d", f);
+		fds[f] = open(add(t, mnt, name), O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0644);
+		if (fds[f] < 0)
+			t_fail("create: %s", strerror(errno));
+	}
+	for (int round = 0; round < 40; round++) {
+		for (int f = 0; f < NFRAG; f++) {
+			size_t len = round % 3 ? 4096 : sizeof(chunk);
+
+			t_fill_random(chunk, len, (uint64_t)(round * 100 + f));
+			if (write(fds[f], chunk, len) != (ssize_t)len || fsync(fds[f]) < 0)
+				t_fail("append: %s", strerror(errno));
+		}
+	}
+	long ext = 0;
+
+	for (int f = 0; f < NFRAG; f++) {
+		close(fds[f]);
+		long e = t_extents(t->paths[t->n - NFRAG + (size_t)f]);
+
+		T_ASSERT(e > 0, "FIEMAP of a fragmented file: %ld", e);
+		ext += e;
+	}
+	t_log("%d fragmented files: %ld extents", NFRAG, ext);
+	T_ASSERT(ext > NFRAG, "the round-robin appends did not fragment anything");
+}
+
+/* Sparse and fallocated files (unwritten extents read as zeros), an empty
+ * one. */
+static void make_sparse(struct tree *t, const char *mnt)
+{
+	uint8_t chunk[4096 + 123];
+	char *p = add(t, mnt, "sparse-big");
+	int fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+
+	t_fill_random(chunk, sizeof(chunk), 76);
+	if (fd < 0 || ftruncate(fd, 2 << 20) < 0 || pwrite(fd, chunk, 4096, 300 << 10) != 4096 ||
+	    pwrite(fd, "tail", 4, (3 << 19) + 5) != 4)
+		t_fail("sparse file: %s", strerror(errno));
+	close(fd);
+	p = add(t, mnt, "sparse-small");
+	fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	if (fd < 0 || ftruncate(fd, 20000) < 0 || pwrite(fd, "mid", 3, 10000) != 3)
+		t_fail("sparse file: %s", strerror(errno));
+	close(fd);
+	p = add(t, mnt, "sparse-head");   /* data, then a hole to the end */
+	t_write_random(p, 5000, 77);
+	if (truncate(p, 70000) < 0)
+		t_fail("truncate: %s", strerror(errno));
+
+	/* fallocated: unwritten extents read as zeros */
+	p = add(t, mnt, "falloc-partly-written");
+	fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	if (fd < 0 || fallocate(fd, 0, 0, 512 << 10) < 0 ||
+	    pwrite(fd, chunk, sizeof(chunk), 100 << 10) != (ssize_t)sizeof(chunk))
+		t_fail("fallocate: %s", strerror(errno));
+	close(fd);
+	p = add(t, mnt, "falloc-never-written");
+	fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	if (fd < 0 || fallocate(fd, 0, 0, 64 << 10) < 0)
+		t_fail("fallocate: %s", strerror(errno));
+	close(fd);
+	p = add(t, mnt, "falloc-beyond-eof");
+	t_write_random(p, 10000, 78);
+	fd = open(p, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 1 << 20) < 0)
+		t_fail("fallocate KEEP_SIZE: %s", strerror(errno));
+	close(fd);
+	p = add(t, mnt, "empty");
+	t_write_bytes(p, "", 0);
+}
+
+/* Many extents: above the per-file limit of the plan, and below it but
+ * more than one FIEMAP call returns. */
+static void make_extents(struct tree *t, const char *mnt)
+{
+	static const int nblocks[2] = { 300, 100 };
+	uint8_t chunk[100];
+	char name[64], *p;
+	int fd;
+
+	for (int m = 0; m < 2; m++) {
+		snprintf(name, sizeof(name), "extents-%d", nblocks[m]);
+		p = add(t, mnt, name);
+		fd = open(p, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0644);
+		for (int b = 0; fd >= 0 && b < nblocks[m]; b++) {
+			t_fill_random(chunk, 100, (uint64_t)(b + 1000 * m));
+			if (pwrite(fd, chunk, 100, (off_t)b * 8192) != 100)
+				t_fail("pwrite: %s", strerror(errno));
+		}
+		if (fd < 0 || fsync(fd) < 0)
+			t_fail("%s: %s", p, strerror(errno));
+		close(fd);
+		long e = t_extents(p);
+
+		T_ASSERT(e >= nblocks[m], "%s: %ld extents, wanted %d", p, e, nblocks[m]);
+	}
+}
+
+/* XFS: files sharing their blocks with others (reflink). */
+static void make_clones(struct tree *t, const char *mnt, size_t nmixed)
+{
+	char name[64];
+
+	int cloned = 0;
+
+	for (int i = 0; i < 6; i++) {
+		snprintf(name, sizeof(name), "clone%d", i);
+		char *dst = add(t, mnt, name);
+		int sfd = open(t->paths[(size_t)i * 97 % nmixed], O_RDONLY | O_CLOEXEC);
+		int dfd = open(dst, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0644);
+
+		if (sfd < 0 || dfd < 0)
+			t_fail("open: %s", strerror(errno));
+		if (ioctl(dfd, FICLONE, sfd) == 0) {
+			cloned++;
+		} else {
+			/* no reflink: a plain copy keeps the set the same */
+			uint8_t *b;
+			uint64_t len;
+
+			T_ASSERT(t_read_plain(t->paths[(size_t)i * 97 % nmixed], &b, &len) == 0, "read");
+			if (len && write(dfd, b, len) != (ssize_t)len)
+				t_fail("write: %s", strerror(errno));
+			free(b);
+		}
+		close(sfd);
+		close(dfd);
+	}
+	t_log("%d files share their extents with another (FICLONE)", cloned);
+}
+
 static void make_tree(struct tree *t, const char *mnt, bool with_special, size_t nmixed,
 		      bool xfs)
 {
@@ -91,126 +231,11 @@ static void make_tree(struct tree *t, const char *mnt, bool with_special, size_t
 		big += size;
 	}
 	if (with_special) {
-		/* fragmented: round-robin appends, fsync after each */
-		int fds[NFRAG];
-		uint8_t chunk[4096 + 123];
-
-		for (int f = 0; f < NFRAG; f++) {
-			snprintf(name, sizeof(name), "frag%d", f);
-			fds[f] = open(add(t, mnt, name), O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0644);
-			if (fds[f] < 0)
-				t_fail("create: %s", strerror(errno));
-		}
-		for (int round = 0; round < 40; round++) {
-			for (int f = 0; f < NFRAG; f++) {
-				size_t len = round % 3 ? 4096 : sizeof(chunk);
-
-				t_fill_random(chunk, len, (uint64_t)(round * 100 + f));
-				if (write(fds[f], chunk, len) != (ssize_t)len || fsync(fds[f]) < 0)
-					t_fail("append: %s", strerror(errno));
-			}
-		}
-		long ext = 0;
-
-		for (int f = 0; f < NFRAG; f++) {
-			close(fds[f]);
-			long e = t_extents(t->paths[t->n - NFRAG + (size_t)f]);
-
-			T_ASSERT(e > 0, "FIEMAP of a fragmented file: %ld", e);
-			ext += e;
-		}
-		t_log("%d fragmented files: %ld extents", NFRAG, ext);
-		T_ASSERT(ext > NFRAG, "the round-robin appends did not fragment anything");
-
-		/* sparse */
-		char *p = add(t, mnt, "sparse-big");
-		int fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-
-		if (fd < 0 || ftruncate(fd, 2 << 20) < 0 || pwrite(fd, chunk, 4096, 300 << 10) != 4096 ||
-		    pwrite(fd, "tail", 4, (3 << 19) + 5) != 4)
-			t_fail("sparse file: %s", strerror(errno));
-		close(fd);
-		p = add(t, mnt, "sparse-small");
-		fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-		if (fd < 0 || ftruncate(fd, 20000) < 0 || pwrite(fd, "mid", 3, 10000) != 3)
-			t_fail("sparse file: %s", strerror(errno));
-		close(fd);
-		p = add(t, mnt, "sparse-head");   /* data, then a hole to the end */
-		t_write_random(p, 5000, 77);
-		if (truncate(p, 70000) < 0)
-			t_fail("truncate: %s", strerror(errno));
-
-		/* fallocated: unwritten extents read as zeros */
-		p = add(t, mnt, "falloc-partly-written");
-		fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-		if (fd < 0 || fallocate(fd, 0, 0, 512 << 10) < 0 ||
-		    pwrite(fd, chunk, sizeof(chunk), 100 << 10) != (ssize_t)sizeof(chunk))
-			t_fail("fallocate: %s", strerror(errno));
-		close(fd);
-		p = add(t, mnt, "falloc-never-written");
-		fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-		if (fd < 0 || fallocate(fd, 0, 0, 64 << 10) < 0)
-			t_fail("fallocate: %s", strerror(errno));
-		close(fd);
-		p = add(t, mnt, "falloc-beyond-eof");
-		t_write_random(p, 10000, 78);
-		fd = open(p, O_WRONLY | O_CLOEXEC);
-		if (fd < 0 || fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 1 << 20) < 0)
-			t_fail("fallocate KEEP_SIZE: %s", strerror(errno));
-		close(fd);
-		p = add(t, mnt, "empty");
-		t_write_bytes(p, "", 0);
-
-		/* many extents: above the per-file limit of the plan, and
-		 * below it but more than one FIEMAP call returns */
-		static const int nblocks[2] = { 300, 100 };
-
-		for (int m = 0; m < 2; m++) {
-			snprintf(name, sizeof(name), "extents-%d", nblocks[m]);
-			p = add(t, mnt, name);
-			fd = open(p, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0644);
-			for (int b = 0; fd >= 0 && b < nblocks[m]; b++) {
-				t_fill_random(chunk, 100, (uint64_t)(b + 1000 * m));
-				if (pwrite(fd, chunk, 100, (off_t)b * 8192) != 100)
-					t_fail("pwrite: %s", strerror(errno));
-			}
-			if (fd < 0 || fsync(fd) < 0)
-				t_fail("%s: %s", p, strerror(errno));
-			close(fd);
-			long e = t_extents(p);
-
-			T_ASSERT(e >= nblocks[m], "%s: %ld extents, wanted %d", p, e, nblocks[m]);
-		}
-
-		/* XFS: files sharing their blocks with others (reflink) */
-		if (xfs) {
-			int cloned = 0;
-
-			for (int i = 0; i < 6; i++) {
-				snprintf(name, sizeof(name), "clone%d", i);
-				char *dst = add(t, mnt, name);
-				int sfd = open(t->paths[(size_t)i * 97 % nmixed], O_RDONLY | O_CLOEXEC);
-				int dfd = open(dst, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0644);
-
-				if (sfd < 0 || dfd < 0)
-					t_fail("open: %s", strerror(errno));
-				if (ioctl(dfd, FICLONE, sfd) == 0) {
-					cloned++;
-				} else {
-					/* no reflink: a plain copy keeps the set the same */
-					uint8_t *b;
-					uint64_t len;
-
-					T_ASSERT(t_read_plain(t->paths[(size_t)i * 97 % nmixed], &b, &len) == 0, "read");
-					if (len && write(dfd, b, len) != (ssize_t)len)
-						t_fail("write: %s", strerror(errno));
-					free(b);
-				}
-				close(sfd);
-				close(dfd);
-			}
-			t_log("%d files share their extents with another (FICLONE)", cloned);
-		}
+		make_fragmented(t, mnt);
+		make_sparse(t, mnt);
+		make_extents(t, mnt);
+		if (xfs)
+			make_clones(t, mnt, nmixed);
 	}
 	/* the same paths again in the batch: each index gets the full bytes */
 	for (int i = 0; i < 20; i++) {

@@ -281,13 +281,12 @@ static void sub_stop(void *p)
 	check_stop_on_error(stop_dir, a->engine);
 }
 
-int main(void)
+/* Missing paths, and paths through things that are not directories; a
+ * directory; symbolic links. */
+static void cases_missing(const char *dir)
 {
-	t_init("t_read_edge", 300);
-
-	const char *dir = t_tmpdir();
-	char *p, tmp[PATH_MAX];
-	int fd;
+	char *p;
+	char tmp[PATH_MAX];
 
 	/* missing, and paths through things that are not directories */
 	add(t_path(dir, "nonexistent"), "missing file", -ENOENT, 0, -ENOENT, 0);
@@ -325,6 +324,14 @@ int main(void)
 	if (symlink("adir", p) < 0)
 		t_fail("symlink");
 	add(p, "symlink to a directory", -EISDIR, S_IFDIR, -ELOOP, S_IFLNK);
+}
+
+/* Special files (refused with -EINVAL, never opened for long); empty,
+ * sparse and fallocated files. */
+static void cases_special(const char *dir)
+{
+	char *p;
+	int fd;
 
 	/* special files: refused with -EINVAL, never opened for long */
 	p = t_path(dir, "fifo");
@@ -389,6 +396,13 @@ int main(void)
 		t_log("fallocate KEEP_SIZE not supported here (%s)", strerror(errno));
 	close(fd);
 	add(p, "fallocated beyond EOF (KEEP_SIZE)", 0, 0, 0, 0);
+}
+
+/* Two names of one inode; the same path several times. */
+static void cases_names(const char *dir)
+{
+	char *p;
+	char tmp[PATH_MAX];
 
 	/* two names of one inode (nlink 2) */
 	p = t_path(dir, "hardlink");
@@ -407,6 +421,14 @@ int main(void)
 	t_write_random(p, 3 * LARGE_FILE + 17, 6);
 	add(p, "same large path #1", 0, 0, 0, 0);
 	add(p, "same large path #2", 0, 0, 0, 0);
+}
+
+/* Over-long names and paths; a valid path of PATH_MAX - 1 bytes; names
+ * that are not UTF-8, with spaces and a newline. */
+static void cases_long(const char *dir)
+{
+	char *p;
+	char tmp[PATH_MAX];
 
 	/* over-long names and paths */
 	{
@@ -460,7 +482,11 @@ int main(void)
 	p = t_path(dir, " leading-space");
 	t_write_random(p, 1, 12);
 	add(p, "name with a leading space", 0, 0, 0, 0);
+}
 
+/* Every case through every engine, in sub-tests of their own. */
+static void run_cases(const char *dir)
+{
 	for (int ei = 0; ei < 3; ei++) {
 		for (int nf = 0; nf < 2; nf++) {
 			struct sub a = { t_engines_nonraw[ei], nf };
@@ -490,6 +516,19 @@ int main(void)
 		snprintf(name, sizeof(name), "stop-on-error, engine %s", t_engine(a.engine));
 		t_subtest(name, 30, sub_stop, &a);
 	}
+}
+
+int main(void)
+{
+	const char *dir;
+
+	t_init("t_read_edge", 300);
+	dir = t_tmpdir();
+	cases_missing(dir);
+	cases_special(dir);
+	cases_names(dir);
+	cases_long(dir);
+	run_cases(dir);
 	for (int i = 0; i < ncases; i++)
 		if (i == 0 || cases[i].path != cases[i - 1].path)
 			free(cases[i].path);

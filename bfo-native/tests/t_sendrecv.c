@@ -536,35 +536,30 @@ static void hostile_check(const struct env *v, const struct sbuf *b, const struc
 	(void)v;
 }
 
-static void scenario_hostile(void *arg)
+/* Not a stream, a newer version, nothing at all. */
+static void hostile_not_streams(const struct env *v, struct sbuf *b, const char *dst,
+				const struct tw_snap *snap, const char *out)
 {
-	const struct env *v = arg;
-	char *out = t_path(v->tmp, "outside"), *dst = t_path(v->tmp, "hdst");
-	struct tw_snap *snap;
-	struct sbuf b = { 0 };
+	struct hostile h[] = { { "text", 2, "not a bfo stream" },
+			       { "version 2", 2, "newer" },
+			       { "empty", 2, "empty" } };
+
+	memcpy(sb_grow(b, 40), "this is not what bfo send writes at all\n", 40);
+	hostile_check(v, b, &h[0], dst, snap, out);
+	b->len = 0;
+	sb_start(b, WIRE_VERSION + 1);
+	hostile_check(v, b, &h[1], dst, snap, out);
+	b->len = 0;
+	hostile_check(v, b, &h[2], dst, snap, out);
+}
+
+/* Paths and links that would leave DST, and records breaking a rule each. */
+static void hostile_records(const struct env *v, struct sbuf *b, const char *dst,
+				const struct tw_snap *snap, const char *out)
+{
 	char target[PATH_MAX];
 
-	tw_mkdirs(tw_fmt("%s/sub", out));
-	t_write_bytes(tw_fmt("%s/victim", out), "secret", 6);
-	chmod(tw_fmt("%s/victim", out), 0600);
-	snap = tw_snapshot(out);
 	snprintf(target, sizeof(target), "%s", out);
-
-	/* not a stream, a newer version, nothing at all */
-	{
-		struct hostile h[] = { { "text", 2, "not a bfo stream" },
-				       { "version 2", 2, "newer" },
-				       { "empty", 2, "empty" } };
-
-		memcpy(sb_grow(&b, 40), "this is not what bfo send writes at all\n", 40);
-		hostile_check(v, &b, &h[0], dst, snap, out);
-		b.len = 0;
-		sb_start(&b, WIRE_VERSION + 1);
-		hostile_check(v, &b, &h[1], dst, snap, out);
-		b.len = 0;
-		hostile_check(v, &b, &h[2], dst, snap, out);
-	}
-	/* paths and links that would leave DST */
 	struct {
 		struct hostile h;
 		struct wire_entry e[3];
@@ -600,7 +595,7 @@ static void scenario_hostile(void *arg)
 		struct wire_entry *e = cases[i].e;
 		const char *w = cases[i].h.what;
 
-		b.len = 0;
+		b->len = 0;
 		if (!strcmp(w, "record of an unnamed source"))
 			e[0].src = 1;
 		else if (!strcmp(w, "bad mode"))
@@ -621,109 +616,137 @@ static void scenario_hostile(void *arg)
 			static const char *names[] = { "d" };
 			static const bool dirs[] = { true };
 
-			sb_start(&b, WIRE_VERSION);
-			sb_sources(&b, 1, names, dirs);
-			sb_batch(&b, e, cases[i].n);
-			sb_end(&b, 5);
+			sb_start(b, WIRE_VERSION);
+			sb_sources(b, 1, names, dirs);
+			sb_batch(b, e, cases[i].n);
+			sb_end(b, 5);
 		} else {
-			sb_tree(&b, e, cases[i].n);
+			sb_tree(b, e, cases[i].n);
 		}
-		hostile_check(v, &b, &cases[i].h, dst, snap, out);
+		hostile_check(v, b, &cases[i].h, dst, snap, out);
 		/* nothing of a refused record was written */
 		/* (the source "d" lands in DST/d: rsync's rule) */
 		TW_CHECK(!tw_exists(tw_fmt("%s/d/x", dst)) || !strcmp(w, "end frame miscounts"),
 			 "[%s] the refused record was written", w);
 		t_sh("rm -rf '%s'", dst);
 	}
-	/* sources: a name that is not one file name; a path below a file source */
-	{
-		static const char *bad[] = { "..", "a/b", "." };
-		static const bool dirs[] = { true };
-		struct hostile h = { "source name", 2, "not one file name" };
+}
 
-		for (size_t i = 0; i < 3; i++) {
-			b.len = 0;
-			sb_start(&b, WIRE_VERSION);
-			sb_sources(&b, 1, &bad[i], dirs);
-			sb_end(&b, 0);
-			hostile_check(v, &b, &h, dst, snap, out);
-		}
-		static const char *fname[] = { "f" };
-		static const bool notdir[] = { false };
-		struct wire_entry e = ent(0, "below", "x");
-		struct hostile h2 = { "path below a file source", 1, "not a directory" };
+/* Sources: a name that is not one file name; a path below a file source. */
+static void hostile_sources(const struct env *v, struct sbuf *b, const char *dst,
+				const struct tw_snap *snap, const char *out)
+{
+	static const char *bad[] = { "..", "a/b", "." };
+	static const bool dirs[] = { true };
+	struct hostile h = { "source name", 2, "not one file name" };
 
-		b.len = 0;
-		sb_start(&b, WIRE_VERSION);
-		sb_sources(&b, 1, fname, notdir);
-		sb_batch(&b, &e, 1);
-		sb_end(&b, 1);
-		hostile_check(v, &b, &h2, dst, snap, out);
-		t_sh("rm -rf '%s'", dst);
+	for (size_t i = 0; i < 3; i++) {
+		b->len = 0;
+		sb_start(b, WIRE_VERSION);
+		sb_sources(b, 1, &bad[i], dirs);
+		sb_end(b, 0);
+		hostile_check(v, b, &h, dst, snap, out);
 	}
-	/* frames beyond the limits: refused from the head, before allocating */
-	{
-		struct hostile h = { "huge frame", 1, "limits" };
-		uint8_t *p;
-		static const char *names[] = { "d" };
-		static const bool dirs[] = { true };
+	static const char *fname[] = { "f" };
+	static const bool notdir[] = { false };
+	struct wire_entry e = ent(0, "below", "x");
+	struct hostile h2 = { "path below a file source", 1, "not a directory" };
 
-		b.len = 0;
-		sb_start(&b, WIRE_VERSION);
-		sb_sources(&b, 1, names, dirs);
-		p = sb_grow(&b, WIRE_HEAD_LEN);
-		wire_head_put(p, WIRE_BATCH, 1, 1ull << 40, 0);
-		hostile_check(v, &b, &h, dst, snap, out);
-		b.len -= WIRE_HEAD_LEN;
-		p = sb_grow(&b, WIRE_HEAD_LEN);
-		wire_head_put(p, WIRE_BATCH, WIRE_ENTRIES_MAX + 1, WIRE_META_MAX, 0);
-		h.what = "too many records";
-		h.says = "too many records";
-		hostile_check(v, &b, &h, dst, snap, out);
-		t_sh("rm -rf '%s'", dst);
+	b->len = 0;
+	sb_start(b, WIRE_VERSION);
+	sb_sources(b, 1, fname, notdir);
+	sb_batch(b, &e, 1);
+	sb_end(b, 1);
+	hostile_check(v, b, &h2, dst, snap, out);
+	t_sh("rm -rf '%s'", dst);
+}
+
+/* Frames beyond the limits: refused from the head, before allocating. */
+static void hostile_limits(const struct env *v, struct sbuf *b, const char *dst,
+				const struct tw_snap *snap, const char *out)
+{
+	struct hostile h = { "huge frame", 1, "limits" };
+	uint8_t *p;
+	static const char *names[] = { "d" };
+	static const bool dirs[] = { true };
+
+	b->len = 0;
+	sb_start(b, WIRE_VERSION);
+	sb_sources(b, 1, names, dirs);
+	p = sb_grow(b, WIRE_HEAD_LEN);
+	wire_head_put(p, WIRE_BATCH, 1, 1ull << 40, 0);
+	hostile_check(v, b, &h, dst, snap, out);
+	b->len -= WIRE_HEAD_LEN;
+	p = sb_grow(b, WIRE_HEAD_LEN);
+	wire_head_put(p, WIRE_BATCH, WIRE_ENTRIES_MAX + 1, WIRE_META_MAX, 0);
+	h.what = "too many records";
+	h.says = "too many records";
+	hostile_check(v, b, &h, dst, snap, out);
+	t_sh("rm -rf '%s'", dst);
+}
+
+/* Files in pieces: more begun than the receiver holds at once; and a piece
+ * whose hash is wrong in the middle of a file. */
+static void hostile_pieces(const struct env *v, struct sbuf *b, const char *dst,
+				const struct tw_snap *snap, const char *out)
+{
+	struct hostile h = { "too many files in pieces", 1, "too many files in pieces" };
+	enum { N = WIRE_PIECED_MAX + 1 };
+	struct wire_entry *e = calloc(N, sizeof(*e));
+	char (*names)[16] = calloc(N, sizeof(*names));
+
+	T_ASSERT(e && names, "out of memory");
+	for (int i = 0; i < N; i++) {
+		snprintf(names[i], sizeof(names[i]), "p%04d", i);
+		e[i] = ent(0, names[i], "a");
+		e[i].size = 2;              /* one of two bytes: more to come */
+		e[i].flags = WIRE_E_MORE;
 	}
-	/* files in pieces: more begun than the receiver holds at once; and a
-	 * piece whose hash is wrong in the middle of a file */
-	{
-		struct hostile h = { "too many files in pieces", 1, "too many files in pieces" };
-		enum { N = WIRE_PIECED_MAX + 1 };
-		struct wire_entry *e = calloc(N, sizeof(*e));
-		char (*names)[16] = calloc(N, sizeof(*names));
+	b->len = 0;
+	sb_tree(b, e, N);
+	hostile_check(v, b, &h, dst, snap, out);
+	TW_CHECK(!tw_exists(tw_fmt("%s/d/p0000", dst)), "[%s] a file in pieces was left", h.what);
+	t_sh("rm -rf '%s'", dst);
 
-		T_ASSERT(e && names, "out of memory");
-		for (int i = 0; i < N; i++) {
-			snprintf(names[i], sizeof(names[i]), "p%04d", i);
-			e[i] = ent(0, names[i], "a");
-			e[i].size = 2;              /* one of two bytes: more to come */
-			e[i].flags = WIRE_E_MORE;
-		}
-		b.len = 0;
-		sb_tree(&b, e, N);
-		hostile_check(v, &b, &h, dst, snap, out);
-		TW_CHECK(!tw_exists(tw_fmt("%s/d/p0000", dst)), "[%s] a file in pieces was left", h.what);
-		t_sh("rm -rf '%s'", dst);
+	struct wire_entry p[4] = { ent(0, "p", "AAAA"), ent(0, "p", "BBBB"), ent(0, "p", "CCCC"),
+				   ent(0, "ok", "fine") };
 
-		struct wire_entry p[4] = { ent(0, "p", "AAAA"), ent(0, "p", "BBBB"), ent(0, "p", "CCCC"),
-					   ent(0, "ok", "fine") };
-
-		for (int i = 0; i < 3; i++) {
-			p[i].size = 12;
-			p[i].offset = 4 * (uint64_t)i;
-			p[i].flags = i < 2 ? WIRE_E_MORE : 0;
-		}
-		p[1].hash ^= 1;
-		struct hostile h2 = { "a piece with a bad hash", 1, "Bad message" };
-
-		b.len = 0;
-		sb_tree(&b, p, 4);
-		hostile_check(v, &b, &h2, dst, snap, out);
-		TW_CHECK(!tw_exists(tw_fmt("%s/d/p", dst)) &&
-			 t_sh("test \"$(cat '%s/d/ok')\" = fine", dst) == 0,
-			 "[%s] the file is not absent, or the other one not complete", h2.what);
-		t_sh("rm -rf '%s'", dst);
-		free(e);
-		free(names);
+	for (int i = 0; i < 3; i++) {
+		p[i].size = 12;
+		p[i].offset = 4 * (uint64_t)i;
+		p[i].flags = i < 2 ? WIRE_E_MORE : 0;
 	}
+	p[1].hash ^= 1;
+	struct hostile h2 = { "a piece with a bad hash", 1, "Bad message" };
+
+	b->len = 0;
+	sb_tree(b, p, 4);
+	hostile_check(v, b, &h2, dst, snap, out);
+	TW_CHECK(!tw_exists(tw_fmt("%s/d/p", dst)) &&
+		 t_sh("test \"$(cat '%s/d/ok')\" = fine", dst) == 0,
+		 "[%s] the file is not absent, or the other one not complete", h2.what);
+	t_sh("rm -rf '%s'", dst);
+	free(e);
+	free(names);
+}
+
+static void scenario_hostile(void *arg)
+{
+	const struct env *v = arg;
+	char *out = t_path(v->tmp, "outside"), *dst = t_path(v->tmp, "hdst");
+	struct tw_snap *snap;
+	struct sbuf b = { 0 };
+
+	tw_mkdirs(tw_fmt("%s/sub", out));
+	t_write_bytes(tw_fmt("%s/victim", out), "secret", 6);
+	chmod(tw_fmt("%s/victim", out), 0600);
+	snap = tw_snapshot(out);
+	hostile_not_streams(v, &b, dst, snap, out);
+	hostile_records(v, &b, dst, snap, out);
+	hostile_sources(v, &b, dst, snap, out);
+	hostile_limits(v, &b, dst, snap, out);
+	hostile_pieces(v, &b, dst, snap, out);
+
 	TW_CHECK(t_sh("test \"$(cat '%s/victim')\" = secret", out) == 0, "the victim changed");
 	tw_snap_free(snap);
 	free(b.p);

@@ -110,13 +110,183 @@ static void expect_line(const char *err, const char *want, const char *what)
 	T_ASSERT(strstr(err, want), "[%s] --stats does not say '%s':\n%s", what, want, err);
 }
 
+/* What stat says of the tree dir: the expectations. */
+static void expect_of(char *dir, struct expect *x)
+{
+	struct tw_run f;
+	char *argv[] = { "find", dir, "-type", "f", "-printf", "%s\n", NULL };
+
+	tw_run(&f, NULL, 0, (uid_t)-1, (gid_t)-1, argv);
+	T_ASSERT(f.status == 0, "find: %s", f.err);
+	for (char *p = f.out; *p; p = strchr(p, '\n') + 1) {
+		uint64_t s = strtoull(p, NULL, 10);
+
+		x->files++;
+		x->empty += s == 0;
+		if (s > LARGE) {
+			x->large++;
+			x->bytes_large += s;
+		} else {
+			x->small++;
+			x->bytes_small += s;
+		}
+	}
+	tw_run_free(&f);
+	T_ASSERT(x->large == 4 && x->bytes_large > x->bytes_small, "the tree is not as meant");
+}
+
+/* uring: the small files through io_uring, the large in pieces. */
+static void check_uring(char *dir, const struct expect *x)
+{
+	struct tw_run r;
+	char want[512];
+
+	run_read(&r, dir, "uring", NULL);
+	if (r.status == 2 && strstr(r.err, "io_uring"))
+		t_skip("io_uring refused here: %s", r.err);
+	T_ASSERT(r.status == 0, "read --engine uring: exit %d: %s", r.status, r.err);
+	{
+		const char *j = last_line(r.out);
+
+		T_EQ(jnum(j, NULL, "files"), x->files);
+		T_EQ(jnum(j, "files_by_path", "uring"), x->small);
+		T_EQ(jnum(j, "files_by_path", "pieces"), x->large);
+		T_EQ(jnum(j, "files_by_path", "portable"), 0);
+		T_EQ(jnum(j, NULL, "files_pieces"), x->large);
+		check_sums(j, "uring");
+		snprintf(want, sizeof(want), "files by engine: uring %" PRIu64 ", portable %" PRIu64
+			 " (%" PRIu64 " large files in pieces, 0 whole); most bytes: portable", x->small, x->large,
+			 x->large);
+		expect_line(r.err, want, "uring");
+		t_log("uring: %s", want);
+	}
+	tw_run_free(&r);
+}
+
+/* portable: every file on the pool, the large in pieces. */
+static void check_portable(char *dir, const struct expect *x)
+{
+	struct tw_run r;
+	char want[512];
+
+	run_read(&r, dir, "portable", NULL);
+	T_ASSERT(r.status == 0, "read --engine portable: exit %d: %s", r.status, r.err);
+	{
+		const char *j = last_line(r.out);
+
+		T_EQ(jnum(j, "files_by_path", "portable"), x->small);
+		T_EQ(jnum(j, "files_by_path", "pieces"), x->large);
+		T_EQ(jnum(j, "files_by_engine", "portable"), x->files);
+		check_sums(j, "portable");
+		snprintf(want, sizeof(want), "files by engine: portable %" PRIu64 " (%" PRIu64
+			 " large files in pieces, %" PRIu64 " whole); most bytes: portable", x->files, x->large, x->small);
+		expect_line(r.err, want, "portable");
+		t_log("portable: %s", want);
+	}
+	tw_run_free(&r);
+}
+
+/* Metadata only: no data read for any. */
+static void check_metadata_only(char *dir, const struct expect *x)
+{
+	struct tw_run r;
+	char want[512];
+
+	run_read(&r, dir, "auto", "--metadata-only");
+	T_ASSERT(r.status == 0, "read --metadata-only: exit %d: %s", r.status, r.err);
+	{
+		const char *j = last_line(r.out);
+
+		T_EQ(jnum(j, "files_by_path", "none"), x->files);
+		check_sums(j, "metadata-only");
+		snprintf(want, sizeof(want), "files by engine: no data read %" PRIu64 "\n", x->files);
+		expect_line(r.err, want, "metadata-only");
+	}
+	tw_run_free(&r);
+}
+
+/* raw, where this machine lets it read the device: a copy of the tree
+ * on a loop ext4 as root. */
+static void check_raw(char *dir, const struct expect *x)
+{
+	struct tw_run r;
+
+	char why[256] = "not root";
+	const char *mnt = geteuid() == 0 ? t_loop_fs("ext4", 128, "", "", why, sizeof(why)) : NULL;
+	char *rawdir = mnt ? t_path(mnt, "tree") : strdup(dir);
+
+	if (mnt)
+		T_ASSERT(t_sh("cp -a '%s' '%s' && sync", dir, rawdir) == 0, "cp -a to the loop ext4");
+	else
+		t_log("no loop ext4 (%s): raw tried on %s", why, dir);
+	run_read(&r, rawdir, "raw", NULL);
+	T_ASSERT(r.status == 0, "read --engine raw: exit %d: %s", r.status, r.err);
+	if (jnum(last_line(r.out), "files_by_engine", "raw")) {
+		const char *j = last_line(r.out);
+		uint64_t raw = jnum(j, "files_by_engine", "raw"), it = jnum(j, NULL, "files_raw_itable");
+
+		T_EQ(jnum(j, "files_by_path", "raw_itable"), it);
+		T_EQ(jnum(j, "files_by_path", "raw_fiemap"), raw - it);
+		/* no file changes: none leaves the raw path */
+		T_EQ(raw, x->small);
+		T_EQ(jnum(j, "files_by_path", "pieces"), x->large);
+		T_ASSERT(it <= raw, "raw %" PRIu64 ", from the inode tables %" PRIu64, raw, it);
+		check_sums(j, "raw");
+		expect_line(r.err, it ? " with metadata from the inode tables, " : " (through statx and FIEMAP)", "raw");
+		t_log("raw: %" PRIu64 " files, %" PRIu64 " with metadata from the inode tables", raw, it);
+	} else {
+		T_ASSERT(!mnt, "raw read nothing on a loop ext4 as root: %s", r.err);
+		check_sums(last_line(r.out), "raw refused");
+		t_log("raw: not here (%.200s)", strstr(r.err, "raw no") ? strstr(r.err, "raw no") : r.err);
+	}
+	tw_run_free(&r);
+	free(rawdir);
+}
+
+/* bfo cp --stats and bfo send --stats: the read side's line.  Their
+ * large_file is the default (16 MiB): one file above it. */
+static void check_copiers(char *dir, char *cpdir, const struct expect *x)
+{
+	struct tw_run r;
+	char want[512];
+
+	char *big = t_pathf("%s/b/big", dir);
+	char *dirc = t_pathf("%s/", dir);   /* its contents: cpdir is the copy (rsync's rule) */
+	char *argv[] = { (char *)bfo, "cp", "-a", "--stats", "--no-progress", dirc, cpdir, NULL };
+	char *diff[] = { "diff", "-r", dir, cpdir, NULL };
+	struct tw_run d;
+
+	t_write_random(big, (17u << 20) + 1, 999);
+	tw_run(&r, NULL, 0, (uid_t)-1, (gid_t)-1, argv);
+	T_ASSERT(r.status == 0, "cp -a --stats: exit %d: %s", r.status, r.err);
+	/* auto: raw or uring for the small files, as the machine allows */
+	snprintf(want, sizeof(want), "portable 1 (1 large file in pieces, 0 whole); most bytes: ");
+	expect_line(r.err, "\n  read: files by engine: ", "cp");
+	expect_line(r.err, want, "cp");
+	T_EQ(engine_sum(strstr(r.err, "  read: files by engine: ")), x->files + 1);
+	tw_run(&d, NULL, 0, (uid_t)-1, (gid_t)-1, diff);
+	T_ASSERT(d.status == 0, "the copy differs from the source: %s", d.out);
+	tw_run_free(&d);
+	tw_run_free(&r);
+	t_log("cp: %s", want);
+
+	char *sargv[] = { "sh", "-c", "\"$0\" send --stats \"$1\" > /dev/null", (char *)bfo, dir, NULL };
+
+	tw_run(&r, NULL, 0, (uid_t)-1, (gid_t)-1, sargv);
+	T_ASSERT(r.status == 0, "send --stats: exit %d: %s", r.status, r.err);
+	expect_line(r.err, want, "send");
+	T_EQ(engine_sum(strstr(r.err, "  read: files by engine: ")), x->files + 1);
+	tw_run_free(&r);
+	free(big);
+	free(dirc);
+}
+
 int main(void)
 {
 	const char *base;
-	char *dir, *cpdir, want[512];
+	char *dir, *cpdir;
 	struct expect x = { 0 };
 	uint64_t seed = 34;
-	struct tw_run r;
 
 	t_init("t_stats", 300);
 	if (access(bfo, X_OK) != 0)
@@ -139,148 +309,12 @@ int main(void)
 		t_write_random(p, (uint64_t)(2u << 20) + (uint64_t)i, 900 + (uint64_t)i);
 		free(p);
 	}
-	/* What stat says of the tree: the expectations. */
-	{
-		struct tw_run f;
-		char *argv[] = { "find", dir, "-type", "f", "-printf", "%s\n", NULL };
-
-		tw_run(&f, NULL, 0, (uid_t)-1, (gid_t)-1, argv);
-		T_ASSERT(f.status == 0, "find: %s", f.err);
-		for (char *p = f.out; *p; p = strchr(p, '\n') + 1) {
-			uint64_t s = strtoull(p, NULL, 10);
-
-			x.files++;
-			x.empty += s == 0;
-			if (s > LARGE) {
-				x.large++;
-				x.bytes_large += s;
-			} else {
-				x.small++;
-				x.bytes_small += s;
-			}
-		}
-		tw_run_free(&f);
-		T_ASSERT(x.large == 4 && x.bytes_large > x.bytes_small, "the tree is not as meant");
-	}
-
-	/* uring: the small files through io_uring, the large in pieces */
-	run_read(&r, dir, "uring", NULL);
-	if (r.status == 2 && strstr(r.err, "io_uring"))
-		t_skip("io_uring refused here: %s", r.err);
-	T_ASSERT(r.status == 0, "read --engine uring: exit %d: %s", r.status, r.err);
-	{
-		const char *j = last_line(r.out);
-
-		T_EQ(jnum(j, NULL, "files"), x.files);
-		T_EQ(jnum(j, "files_by_path", "uring"), x.small);
-		T_EQ(jnum(j, "files_by_path", "pieces"), x.large);
-		T_EQ(jnum(j, "files_by_path", "portable"), 0);
-		T_EQ(jnum(j, NULL, "files_pieces"), x.large);
-		check_sums(j, "uring");
-		snprintf(want, sizeof(want), "files by engine: uring %" PRIu64 ", portable %" PRIu64
-			 " (%" PRIu64 " large files in pieces, 0 whole); most bytes: portable", x.small, x.large,
-			 x.large);
-		expect_line(r.err, want, "uring");
-		t_log("uring: %s", want);
-	}
-	tw_run_free(&r);
-
-	/* portable: every file on the pool, the large in pieces */
-	run_read(&r, dir, "portable", NULL);
-	T_ASSERT(r.status == 0, "read --engine portable: exit %d: %s", r.status, r.err);
-	{
-		const char *j = last_line(r.out);
-
-		T_EQ(jnum(j, "files_by_path", "portable"), x.small);
-		T_EQ(jnum(j, "files_by_path", "pieces"), x.large);
-		T_EQ(jnum(j, "files_by_engine", "portable"), x.files);
-		check_sums(j, "portable");
-		snprintf(want, sizeof(want), "files by engine: portable %" PRIu64 " (%" PRIu64
-			 " large files in pieces, %" PRIu64 " whole); most bytes: portable", x.files, x.large, x.small);
-		expect_line(r.err, want, "portable");
-		t_log("portable: %s", want);
-	}
-	tw_run_free(&r);
-
-	/* metadata only: no data read for any */
-	run_read(&r, dir, "auto", "--metadata-only");
-	T_ASSERT(r.status == 0, "read --metadata-only: exit %d: %s", r.status, r.err);
-	{
-		const char *j = last_line(r.out);
-
-		T_EQ(jnum(j, "files_by_path", "none"), x.files);
-		check_sums(j, "metadata-only");
-		snprintf(want, sizeof(want), "files by engine: no data read %" PRIu64 "\n", x.files);
-		expect_line(r.err, want, "metadata-only");
-	}
-	tw_run_free(&r);
-
-	/* raw, where this machine lets it read the device: a copy of the tree
-	 * on a loop ext4 as root */
-	char why[256] = "not root";
-	const char *mnt = geteuid() == 0 ? t_loop_fs("ext4", 128, "", "", why, sizeof(why)) : NULL;
-	char *rawdir = mnt ? t_path(mnt, "tree") : strdup(dir);
-
-	if (mnt)
-		T_ASSERT(t_sh("cp -a '%s' '%s' && sync", dir, rawdir) == 0, "cp -a to the loop ext4");
-	else
-		t_log("no loop ext4 (%s): raw tried on %s", why, dir);
-	run_read(&r, rawdir, "raw", NULL);
-	T_ASSERT(r.status == 0, "read --engine raw: exit %d: %s", r.status, r.err);
-	if (jnum(last_line(r.out), "files_by_engine", "raw")) {
-		const char *j = last_line(r.out);
-		uint64_t raw = jnum(j, "files_by_engine", "raw"), it = jnum(j, NULL, "files_raw_itable");
-
-		T_EQ(jnum(j, "files_by_path", "raw_itable"), it);
-		T_EQ(jnum(j, "files_by_path", "raw_fiemap"), raw - it);
-		/* no file changes: none leaves the raw path */
-		T_EQ(raw, x.small);
-		T_EQ(jnum(j, "files_by_path", "pieces"), x.large);
-		T_ASSERT(it <= raw, "raw %" PRIu64 ", from the inode tables %" PRIu64, raw, it);
-		check_sums(j, "raw");
-		expect_line(r.err, it ? " with metadata from the inode tables, " : " (through statx and FIEMAP)", "raw");
-		t_log("raw: %" PRIu64 " files, %" PRIu64 " with metadata from the inode tables", raw, it);
-	} else {
-		T_ASSERT(!mnt, "raw read nothing on a loop ext4 as root: %s", r.err);
-		check_sums(last_line(r.out), "raw refused");
-		t_log("raw: not here (%.200s)", strstr(r.err, "raw no") ? strstr(r.err, "raw no") : r.err);
-	}
-	tw_run_free(&r);
-	free(rawdir);
-
-	/* bfo cp --stats and bfo send --stats: the read side's line.  Their
-	 * large_file is the default (16 MiB): one file above it. */
-	{
-		char *big = t_pathf("%s/b/big", dir);
-		char *dirc = t_pathf("%s/", dir);   /* its contents: cpdir is the copy (rsync's rule) */
-		char *argv[] = { (char *)bfo, "cp", "-a", "--stats", "--no-progress", dirc, cpdir, NULL };
-		char *diff[] = { "diff", "-r", dir, cpdir, NULL };
-		struct tw_run d;
-
-		t_write_random(big, (17u << 20) + 1, 999);
-		tw_run(&r, NULL, 0, (uid_t)-1, (gid_t)-1, argv);
-		T_ASSERT(r.status == 0, "cp -a --stats: exit %d: %s", r.status, r.err);
-		/* auto: raw or uring for the small files, as the machine allows */
-		snprintf(want, sizeof(want), "portable 1 (1 large file in pieces, 0 whole); most bytes: ");
-		expect_line(r.err, "\n  read: files by engine: ", "cp");
-		expect_line(r.err, want, "cp");
-		T_EQ(engine_sum(strstr(r.err, "  read: files by engine: ")), x.files + 1);
-		tw_run(&d, NULL, 0, (uid_t)-1, (gid_t)-1, diff);
-		T_ASSERT(d.status == 0, "the copy differs from the source: %s", d.out);
-		tw_run_free(&d);
-		tw_run_free(&r);
-		t_log("cp: %s", want);
-
-		char *sargv[] = { "sh", "-c", "\"$0\" send --stats \"$1\" > /dev/null", (char *)bfo, dir, NULL };
-
-		tw_run(&r, NULL, 0, (uid_t)-1, (gid_t)-1, sargv);
-		T_ASSERT(r.status == 0, "send --stats: exit %d: %s", r.status, r.err);
-		expect_line(r.err, want, "send");
-		T_EQ(engine_sum(strstr(r.err, "  read: files by engine: ")), x.files + 1);
-		tw_run_free(&r);
-		free(big);
-		free(dirc);
-	}
+	expect_of(dir, &x);
+	check_uring(dir, &x);
+	check_portable(dir, &x);
+	check_metadata_only(dir, &x);
+	check_raw(dir, &x);
+	check_copiers(dir, cpdir, &x);
 	free(dir);
 	free(cpdir);
 	t_log("PASS");

@@ -608,55 +608,71 @@ static void *reader_main(void *arg)
 	return NULL;
 }
 
-static void scenario_replace(void *arg)
+/* What the steps of the replace scenario share. */
+struct repl {
+	const struct cfg *c;
+	char *base, *dst, *outside, *rdir;
+	char what[96];
+	struct reader *rd;
+	uint8_t *newd[NREP];
+	struct bfo_wentry e[NREP + 16];
+};
+
+/* dst/r/f000.. (their old and new bytes, for the reader), and beside
+ * them a symbolic link out of DST, one in it, a FIFO, two files. */
+static void replace_setup(struct repl *x)
 {
-	const struct cfg *c = arg;
-	char *base = t_mkdtemp_in(c->dir);
-	char *dst = t_path(base, "dst"), *outside = t_path(base, "outside");
-	char *rdir = t_path(dst, "r");
-	char msg[4096], what[96];
-	static struct bfo_wentry e[NREP + 16];
-	static uint8_t *newd[NREP];
-	struct reader *rd = calloc(1, sizeof(*rd));
 	uint32_t dummy;
 
-	snprintf(what, sizeof(what), "replace %s", c->name);
+	x->base = t_mkdtemp_in(x->c->dir);
+	x->dst = t_path(x->base, "dst");
+	x->outside = t_path(x->base, "outside");
+	x->rdir = t_path(x->dst, "r");
+	x->rd = calloc(1, sizeof(*x->rd));
+	T_ASSERT(x->rd, "calloc");
+	snprintf(x->what, sizeof(x->what), "replace %s", x->c->name);
 	tw_now(&now_sec, &dummy);
-	tw_mkdirs(rdir);
-	tw_mkdirs(outside);
-	t_write_bytes(tw_fmt("%s/target", outside), "outside, must stay", 18);
-	rd->dir = rdir;
+	tw_mkdirs(x->rdir);
+	tw_mkdirs(x->outside);
+	t_write_bytes(tw_fmt("%s/target", x->outside), "outside, must stay", 18);
+	x->rd->dir = x->rdir;
 	for (int i = 0; i < NREP; i++) {
 		char p[PATH_MAX];
 		uint64_t ol = 3000 + (uint64_t)i * 50, nl = 7000 + (uint64_t)i * 31;
 		uint8_t *od = malloc(ol);
 
-		newd[i] = malloc(nl);
+		x->newd[i] = malloc(nl);
 		t_fill_random(od, ol, 1000 + (uint64_t)i);
-		t_fill_random(newd[i], nl, 2000 + (uint64_t)i);
-		snprintf(p, sizeof(p), "%s/f%03d", rdir, i);
+		t_fill_random(x->newd[i], nl, 2000 + (uint64_t)i);
+		snprintf(p, sizeof(p), "%s/f%03d", x->rdir, i);
 		t_write_bytes(p, od, ol);
-		rd->old_h[i] = t_hash(od, ol);
-		rd->new_h[i] = t_hash(newd[i], nl);
-		rd->old_len[i] = ol;
-		rd->new_len[i] = nl;
+		x->rd->old_h[i] = t_hash(od, ol);
+		x->rd->new_h[i] = t_hash(x->newd[i], nl);
+		x->rd->old_len[i] = ol;
+		x->rd->new_len[i] = nl;
 		free(od);
 	}
-	if (symlink(tw_fmt("%s/target", outside), tw_fmt("%s/dst/link_out", base)) < 0 ||
-	    symlink("old-target", tw_fmt("%s/dst/link", base)) < 0 ||
-	    mkfifo(tw_fmt("%s/dst/fifo", base), 0600) < 0)
+	if (symlink(tw_fmt("%s/target", x->outside), tw_fmt("%s/dst/link_out", x->base)) < 0 ||
+	    symlink("old-target", tw_fmt("%s/dst/link", x->base)) < 0 ||
+	    mkfifo(tw_fmt("%s/dst/fifo", x->base), 0600) < 0)
 		t_fail("setup: %s", strerror(errno));
-	t_write_bytes(tw_fmt("%s/dst/hsrc", base), "old", 3);
-	t_write_bytes(tw_fmt("%s/dst/hdst", base), "other", 5);
+	t_write_bytes(tw_fmt("%s/dst/hsrc", x->base), "old", 3);
+	t_write_bytes(tw_fmt("%s/dst/hdst", x->base), "other", 5);
+}
 
-	/* 1. without REPLACE: -EEXIST, untouched */
-	struct tw_snap *snap = tw_snapshot(dst);
-	struct bfo_writer *w = open_writer(dst, c, 0, c->durability);
+/* 1. Without REPLACE: -EEXIST, untouched. */
+static void replace_refused(struct repl *x)
+{
+	struct bfo_wentry *e = x->e;
+	const char *what = x->what;
+	struct tw_snap *snap = tw_snapshot(x->dst);
+	char msg[4096];
+	struct bfo_writer *w = open_writer(x->dst, x->c, 0, x->c->durability);
 	unsigned n = 0;
 
 	for (int i = 0; i < NREP; i += 10) {
 		e[n] = (struct bfo_wentry){ .path = t_pathf("r/f%03d", i), .type = BFO_WTYPE_FILE,
-					    .mode = 0644, .data = newd[i], .length = rd->new_len[i] };
+					    .mode = 0644, .data = x->newd[i], .length = x->rd->new_len[i] };
 		n++;
 	}
 	e[n++] = (struct bfo_wentry){ .path = "link", .type = BFO_WTYPE_FILE, .mode = 0644, .data = "x",
@@ -678,24 +694,33 @@ static void scenario_replace(void *arg)
 			 "(%s), expected -EEXIST", what, e[k].path, e[k].status, bfo_strerror(e[k].status));
 	T_ASSERT(e[nfail].status == 0, "[%s] new: %s", what, bfo_strerror(e[nfail].status));
 	T_EQ(ret, (int)nfail);
-	int nd = tw_snap_diff(snap, dst, true, msg, sizeof(msg));
+	int nd = tw_snap_diff(snap, x->dst, true, msg, sizeof(msg));
 
 	T_ASSERT(nd == 0, "[%s] existing targets were touched without REPLACE: %s", what, msg);
 	T_OK(bfo_writer_close(w));
 	for (unsigned k = 0; k < NREP / 10; k++)
 		free((char *)e[k].path);
 	tw_snap_free(snap);
+}
 
-	/* 2. with REPLACE, while a reader reads every file in a loop */
+/* 2. With REPLACE, while a reader reads every file in a loop: the
+ * writer, still open, for step 3. */
+static struct bfo_writer *replace_under_reader(struct repl *x)
+{
+	struct bfo_wentry *e = x->e;
+	const char *what = x->what;
 	struct stat old_st[NREP];
+	struct bfo_writer *w;
+	unsigned n;
+	int ret;
 
 	for (int i = 0; i < NREP; i++)
-		T_ASSERT(stat(tw_fmt("%s/f%03d", rdir, i), &old_st[i]) == 0, "stat");
-	w = open_writer(dst, c, BFO_WRITE_REPLACE, c->durability);
+		T_ASSERT(stat(tw_fmt("%s/f%03d", x->rdir, i), &old_st[i]) == 0, "stat");
+	w = open_writer(x->dst, x->c, BFO_WRITE_REPLACE, x->c->durability);
 	n = 0;
 	for (int i = 0; i < NREP; i++) {
 		e[n] = (struct bfo_wentry){ .path = t_pathf("r/f%03d", i), .type = BFO_WTYPE_FILE,
-					    .mode = 0640, .data = newd[i], .length = rd->new_len[i],
+					    .mode = 0640, .data = x->newd[i], .length = x->rd->new_len[i],
 					    .flags = BFO_WENTRY_TIMES, .mtime_sec = 1000000000 + i,
 					    .mtime_nsec = 5000u + (uint32_t)i, .atime_sec = now_sec + 86400,
 					    .atime_nsec = 1 };
@@ -703,28 +728,28 @@ static void scenario_replace(void *arg)
 	}
 	pthread_t th;
 
-	if (pthread_create(&th, NULL, reader_main, rd))
+	if (pthread_create(&th, NULL, reader_main, x->rd))
 		t_fail("pthread_create");
 	/* On a loaded machine the write could end before the thread first
 	 * runs: start it only once the reader is reading. */
-	while (!atomic_load(&rd->began))
+	while (!atomic_load(&x->rd->began))
 		usleep(100);
 	ret = bfo_writer_write(w, e, n);
-	atomic_store(&rd->stop, true);
+	atomic_store(&x->rd->stop, true);
 	pthread_join(th, NULL);
-	T_ASSERT(!rd->bad[0], "[%s] a reader saw a file that was neither old nor new during REPLACE: %s",
-		 what, rd->bad);
-	T_ASSERT(rd->reads > 0, "[%s] the reader read nothing", what);
+	T_ASSERT(!x->rd->bad[0], "[%s] a reader saw a file that was neither old nor new during REPLACE: "
+		 "%s", what, x->rd->bad);
+	T_ASSERT(x->rd->reads > 0, "[%s] the reader read nothing", what);
 	for (int i = 0; i < NREP; i++) {
 		char why[256];
 		struct stat st;
-		int fd = open(rdir, O_RDONLY | O_DIRECTORY);
-		int rr = tw_file_check(fd, tw_fmt("f%03d", i), newd[i], rd->new_len[i], why, sizeof(why));
+		int fd = open(x->rdir, O_RDONLY | O_DIRECTORY);
+		int rr = tw_file_check(fd, tw_fmt("f%03d", i), x->newd[i], x->rd->new_len[i], why, sizeof(why));
 
 		close(fd);
 		T_ASSERT(e[i].status == 0, "[%s] f%03d: %s", what, i, bfo_strerror(e[i].status));
 		T_ASSERT(rr == 0, "[%s] f%03d after REPLACE: %s", what, i, rr < 0 ? strerror(-rr) : why);
-		T_ASSERT(stat(tw_fmt("%s/f%03d", rdir, i), &st) == 0 && (st.st_mode & 07777) == 0640 &&
+		T_ASSERT(stat(tw_fmt("%s/f%03d", x->rdir, i), &st) == 0 && (st.st_mode & 07777) == 0640 &&
 			 st.st_mtim.tv_sec == 1000000000 + i && st.st_mtim.tv_nsec == 5000 + i,
 			 "[%s] f%03d: metadata not applied", what, i);
 		T_ASSERT(st.st_ino != old_st[i].st_ino, "[%s] f%03d: rewritten in place (same inode), "
@@ -733,13 +758,21 @@ static void scenario_replace(void *arg)
 	}
 	T_EQ(ret, 0);
 	t_log("%s: %d files replaced under a concurrent reader (%llu reads: %llu old, %llu new, never "
-	      "anything else)", what, NREP, (unsigned long long)rd->reads,
-	      (unsigned long long)rd->saw_old, (unsigned long long)rd->saw_new);
+	      "anything else)", what, NREP, (unsigned long long)x->rd->reads,
+	      (unsigned long long)x->rd->saw_old, (unsigned long long)x->rd->saw_new);
+	return w;
+}
 
-	/* 3. REPLACE of symlinks (one pointing outside) and hard links */
-	struct tw_snap *out_snap = tw_snapshot(outside);
+/* 3. REPLACE of symlinks (one pointing outside) and hard links. */
+static void replace_links(struct repl *x, struct bfo_writer *w)
+{
+	struct bfo_wentry *e = x->e;
+	const char *what = x->what;
+	struct tw_snap *out_snap = tw_snapshot(x->outside);
+	char msg[4096];
+	unsigned n = 0;
+	int nd;
 
-	n = 0;
 	e[n++] = (struct bfo_wentry){ .path = "link_out", .type = BFO_WTYPE_FILE, .mode = 0600,
 				      .data = "replaced", .length = 8 };
 	e[n++] = (struct bfo_wentry){ .path = "link", .type = BFO_WTYPE_SYMLINK, .data = "new-target" };
@@ -749,16 +782,16 @@ static void scenario_replace(void *arg)
 	e[n++] = (struct bfo_wentry){ .path = "fresh", .type = BFO_WTYPE_FILE, .mode = 0644,
 				      .data = "fresh!", .length = 6 };
 	e[n++] = (struct bfo_wentry){ .path = "fresh_link", .type = BFO_WTYPE_HARDLINK, .data = "fresh" };
-	ret = bfo_writer_write(w, e, n);
+	bfo_writer_write(w, e, n);     /* (each entry's status is checked) */
 	T_OK(bfo_writer_close(w));
 
-	int rfd = open(dst, O_RDONLY | O_DIRECTORY);
+	int rfd = open(x->dst, O_RDONLY | O_DIRECTORY);
 	char why[256], t[64];
 	struct stat s1, s2;
 
 	TW_CHECK(e[0].status == 0 && tw_file_check(rfd, "link_out", "replaced", 8, why, sizeof(why)) == 0,
 		 "[%s] REPLACE of a symlink by a file: status %s", what, bfo_strerror(e[0].status));
-	nd = tw_snap_diff(out_snap, outside, false, msg, sizeof(msg));
+	nd = tw_snap_diff(out_snap, x->outside, false, msg, sizeof(msg));
 	TW_CHECK(nd == 0, "[%s] REPLACE of a symlink pointing outside touched its target: %s", what, msg);
 	TW_CHECK(e[4].status == 0 && e[5].status == 0 &&
 		 fstatat(rfd, "fresh", &s1, AT_SYMLINK_NOFOLLOW) == 0 &&
@@ -778,15 +811,27 @@ static void scenario_replace(void *arg)
 		 "[%s] REPLACE of an existing file and of a hard-link name to it: statuses %d (%s), %d (%s)",
 		 what, e[2].status, bfo_strerror(e[2].status), e[3].status, bfo_strerror(e[3].status));
 	close(rfd);
-	no_leftovers(dst, what);
 	tw_snap_free(out_snap);
+}
+
+static void scenario_replace(void *arg)
+{
+	struct repl *x = calloc(1, sizeof(*x));
+
+	T_ASSERT(x, "calloc");
+	x->c = arg;
+	replace_setup(x);
+	replace_refused(x);
+	replace_links(x, replace_under_reader(x));
+	no_leftovers(x->dst, x->what);
 	for (int i = 0; i < NREP; i++)
-		free(newd[i]);
-	free(rd);
-	free(base);
-	free(dst);
-	free(outside);
-	free(rdir);
+		free(x->newd[i]);
+	free(x->rd);
+	free(x->base);
+	free(x->dst);
+	free(x->outside);
+	free(x->rdir);
+	free(x);
 	tw_checks_end();
 }
 
@@ -895,28 +940,17 @@ static void scenario_stop(void *arg)
 
 /* ------------------------------------------------------------ pieces */
 
-static void scenario_pieces(void *arg)
+/* Two files in pieces, interleaved with small whole files over many
+ * calls: each visible only with its last piece, whole, with its last
+ * piece's metadata. */
+static void pieces_interleaved(struct bfo_writer *w, int rfd, const char *what, const uint8_t *d1,
+			       uint64_t size1, const uint8_t *d2, uint64_t size2)
 {
-	const struct cfg *c = arg;
-	char *base = t_mkdtemp_in(c->dir);
-	char *dst = t_path(base, "dst");
-	char what[96], why[256];
-	uint64_t size1 = (uint64_t)PIECE * NPIECES - 12345, size2 = (uint64_t)PIECE * 2 + 1;
-	uint8_t *d1 = malloc(size1), *d2 = malloc(size2), small[8][1000];
-	struct bfo_wentry e[16];
-	int rfd, ret;
-
-	snprintf(what, sizeof(what), "pieces %s", c->name);
-	t_log("%s: files of %llu and %llu bytes in pieces of %u%s", what, (unsigned long long)size1,
-	      (unsigned long long)size2, PIECE, T_ASAN ? " (smaller under ASan)" : "");
-	t_fill_random(d1, size1, 41);
-	t_fill_random(d2, size2, 42);
-	tw_mkdirs(tw_fmt("%s/big", dst));
-	t_write_bytes(tw_fmt("%s/big/exists", dst), "keep me", 7);
-	rfd = open(dst, O_RDONLY | O_DIRECTORY);
-
-	struct bfo_writer *w = open_writer(dst, c, 0, c->durability);
 	uint64_t off1 = 0, off2 = 0;
+	uint8_t small[8][1000];
+	struct bfo_wentry e[16];
+	char why[256];
+	int ret;
 
 	for (int call = 0; off1 < size1 || off2 < size2; call++) {
 		unsigned n = 0;
@@ -982,7 +1016,17 @@ static void scenario_pieces(void *arg)
 		 "[%s] big/one: the last piece's metadata was not applied", what);
 	T_ASSERT(fstatat(rfd, "big/two", &st, 0) == 0 && (st.st_mode & 07777) == 0755,
 		 "[%s] big/two: mode %o", what, st.st_mode & 07777);
-	no_leftovers_j(dst, false, what);   /* .bfo-journal exists while open */
+}
+
+/* ABORT after two pieces, pieces out of order or without a beginning, the
+ * last piece onto an existing file, and a close in the middle of a file:
+ * refused or dropped, no file and no temporary left. */
+static void pieces_odd(struct bfo_writer *w, int rfd, const char *dst, const char *what,
+		       const uint8_t *d1, const uint8_t *d2)
+{
+	struct bfo_wentry e[2];
+	char why[256];
+	int ret;
 
 	/* ABORT after two pieces */
 	e[0] = (struct bfo_wentry){ .path = "big/aborted", .type = BFO_WTYPE_FILE, .mode = 0644,
@@ -1039,6 +1083,32 @@ static void scenario_pieces(void *arg)
 	bfo_writer_close(w);
 	T_ASSERT(!tw_exists_at(rfd, "big/unfinished"), "[%s] a file whose last piece never came exists",
 		 what);
+}
+
+static void scenario_pieces(void *arg)
+{
+	const struct cfg *c = arg;
+	char *base = t_mkdtemp_in(c->dir);
+	char *dst = t_path(base, "dst");
+	char what[96];
+	uint64_t size1 = (uint64_t)PIECE * NPIECES - 12345, size2 = (uint64_t)PIECE * 2 + 1;
+	uint8_t *d1 = malloc(size1), *d2 = malloc(size2);
+	struct bfo_writer *w;
+	int rfd;
+
+	snprintf(what, sizeof(what), "pieces %s", c->name);
+	t_log("%s: files of %llu and %llu bytes in pieces of %u%s", what, (unsigned long long)size1,
+	      (unsigned long long)size2, PIECE, T_ASAN ? " (smaller under ASan)" : "");
+	t_fill_random(d1, size1, 41);
+	t_fill_random(d2, size2, 42);
+	tw_mkdirs(tw_fmt("%s/big", dst));
+	t_write_bytes(tw_fmt("%s/big/exists", dst), "keep me", 7);
+	rfd = open(dst, O_RDONLY | O_DIRECTORY);
+
+	w = open_writer(dst, c, 0, c->durability);
+	pieces_interleaved(w, rfd, what, d1, size1, d2, size2);
+	no_leftovers_j(dst, false, what);   /* .bfo-journal exists while open */
+	pieces_odd(w, rfd, dst, what, d1, d2);
 	no_leftovers(dst, what);
 	T_ASSERT(!tw_exists(tw_fmt("%s/.bfo-journal", dst)), "[%s] .bfo-journal left", what);
 	close(rfd);
