@@ -516,12 +516,13 @@ static int batch_tasks(struct wbatch *b)
 		struct wtask *cur = b->ntasks ? &b->tasks[b->ntasks - 1] : NULL;
 
 		if (!cur || strlen(cur->dir) != dl || strncmp(cur->dir, p, dl)) {
-			cur = &b->tasks[b->ntasks++];
+			cur = &b->tasks[b->ntasks];
+			if (!(cur->dir = strndup(p, dl)))
+				return -ENOMEM;
+			b->ntasks++;
 			cur->task.fn = group_task;
 			cur->b = b;
 			cur->first = k;
-			memcpy(cur->dir, p, MIN(dl, sizeof(cur->dir) - 1));
-			cur->dir[MIN(dl, sizeof(cur->dir) - 1)] = '\0';
 		}
 		cur->count++;
 	}
@@ -626,6 +627,8 @@ static void batch_free(struct wbatch *b)
 	free(b->piece);
 	free(b->midx);
 	free(b->m);
+	for (uint32_t g = 0; b->tasks && g < b->ntasks; g++)
+		free(b->tasks[g].dir);
 	free(b->tasks);
 }
 

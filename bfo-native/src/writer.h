@@ -164,7 +164,7 @@ struct wtask {
 	 * round left and never created (lnk/x after the symlink lnk fails
 	 * ELOOP whichever thread runs first). */
 	bool late;
-	char dir[BFO_WPATH_MAX];
+	char *dir;                  /* malloc'd (a task per directory of the batch) */
 };
 
 /* write.c */
