@@ -52,6 +52,10 @@ struct bfo_test_hooks {
 	void (*index_built)(void *arg);
 	void (*list_waits)(void *arg, size_t pending);
 	size_t list_pending_max;
+	/* uring_plain_fds: the uring read engine opens ordinary descriptors,
+	 * as it does where the kernel closes files taken out of the
+	 * registered table late (ring.c), whatever this kernel does */
+	bool uring_plain_fds;
 	void *arg;
 };
 extern struct bfo_test_hooks bfo_test_hooks;
