@@ -605,7 +605,7 @@ def flakey_fs(a, fs, wl, seed, ncuts, ck_by):
     gen_tree(untouched, rng, 30)
     syncfs(mnt)
     ref_untouched = scan(untouched)
-    cuts = 0
+    cuts = kills = 0
     for w in wl:
         ck = ck_by[(w.name, fs, "flakey")]
         dst = os.path.join(mnt, "dst")
@@ -629,7 +629,7 @@ def flakey_fs(a, fs, wl, seed, ncuts, ck_by):
         check_tree(ck, w, dst, True, "%s/%s uninterrupted" % (w.name, fs))
         shutil.rmtree(dst)
         log("%s on %s: uninterrupted run %.2f s" % (w.name, fs, full))
-        for i in range(ncuts):
+        for i in range(ncuts + a.kills):
             where = "%s/%s flakey cut %d (seed %d)" % (w.name, fs, i, seed)
             with timed("fl prepare"):
                 os.makedirs(dst)
@@ -650,6 +650,23 @@ def flakey_fs(a, fs, wl, seed, ncuts, ck_by):
             rc = p.poll()
             returned = rc == 0
             promised = list(getattr(w, "reported", ()))
+            if i >= ncuts:                       # a kill, no cut: SIGTERM, as t_sync's
+                where = where.replace("flakey cut", "SIGTERM")
+                if rc is None:
+                    os.killpg(p.pid, signal.SIGTERM)
+                    try:
+                        p.wait(timeout=10)
+                    except subprocess.TimeoutExpired:
+                        ck.ok("recover", False, "%s: still running 10 s after SIGTERM" % where)
+                        os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+                with timed("fl recover"):
+                    recover(ck, a, mnt, dst, where)
+                with timed("fl check"):
+                    check_tree(ck, w, dst, returned, where, promised)
+                    shutil.rmtree(dst)
+                kills += 1
+                continue
             with timed("fl cut+remount"):
                 dm_load(name, down)                  # the cut
                 if rc is None:
@@ -683,7 +700,8 @@ def flakey_fs(a, fs, wl, seed, ncuts, ck_by):
                 ck.ok("untouched", scan(untouched) == ref_untouched, "%s: the tree beside DST changed" % where)
                 shutil.rmtree(dst)
             cuts += 1
-        log("%s on %s, flakey: %d cuts: %s" % (w.name, fs, ncuts, ck.line()))
+        log("%s on %s, flakey: %d cuts%s: %s" % (w.name, fs, ncuts, ", %d SIGTERMs" % a.kills if a.kills else "",
+                                                ck.line()))
     CL.umount(mnt)
     dm_remove(name)
     return cuts
@@ -821,6 +839,8 @@ def main():
     ap.add_argument("--seed", type=int, default=None, help="default: a fresh one, printed")
     ap.add_argument("--long", action="store_true", help="the note's run: 200 cuts, 3 recorded runs, 20 samples")
     ap.add_argument("--image-mb", type=int, default=320)
+    ap.add_argument("--kills", type=int, default=0,
+                    help="SIGTERMs per workload and fs besides the cuts (no cut: kill, recover, check)")
     ap.add_argument("--cut-recover", type=float, default=0.25, help="share of recoveries cut once")
     a = ap.parse_args()
     if a.long:
