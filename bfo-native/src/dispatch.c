@@ -26,6 +26,7 @@
 #include <liburing.h>
 
 #include "common.h"
+#include "fdlimit.h"
 #include "ctx.h"
 #include "dispatch.h"
 #include "ext4ino.h"
@@ -439,9 +440,14 @@ static void uring_file_done(struct disp *d, struct op *op, int res)
 	if (d->u->plain_fds && d->u->slot_fd[op->res] >= 0) {
 		close(d->u->slot_fd[op->res]);
 		d->u->slot_fd[op->res] = -1;
+		fdl_release();
 	}
 	d->u->slot_free[d->u->nslot_free++] = op->res;
-	if (op->open_err) {
+	if (op->open_err == -EMFILE || op->open_err == -ENFILE) {
+		/* out of descriptors (ordinary ones on 6.1): the pool's read
+		 * waits for one of libbfo's to be closed (fdlimit.h) */
+		requeue(d, w, ei);
+	} else if (op->open_err) {
 		finish_fail(d, w, ei, op->open_err);
 	} else if (res == -ECANCELED) {
 		requeue(d, w, ei);
@@ -484,8 +490,10 @@ static void reap_one(struct disp *d, struct io_uring_cqe *cqe)
 			uring_file_done(d, &u->ops[i], cqe->res);
 			op_put(u, i);
 		} else {
-			if (u->plain_fds)
+			if (u->plain_fds) {
 				u->slot_fd[u->ops[i].res] = cqe->res;
+				fdl_hold();
+			}
 			u->opened[u->nopened++] = i;
 		}
 		return;

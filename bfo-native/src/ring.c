@@ -14,6 +14,7 @@
 #include <liburing.h>
 
 #include "common.h"
+#include "fdlimit.h"
 #include "ring.h"
 #include "test_hooks.h"
 
@@ -36,8 +37,10 @@ void uring_free(struct uring_state *u)
 	io_uring_queue_exit(&u->ring);
 	if (u->slot_fd)
 		for (unsigned i = 0; i < u->nslots; i++)
-			if (u->slot_fd[i] >= 0)
+			if (u->slot_fd[i] >= 0) {
 				close(u->slot_fd[i]);
+				fdl_release();
+			}
 	free(u->slot_fd);
 	free(u->ops);
 	free(u->slot_free);
@@ -143,6 +146,8 @@ struct uring_state *uring_create(unsigned qd, char *why, size_t len)
 	if (bfo_test_hooks.uring_plain_fds || removal_deferred(&u->ring)) {
 		io_uring_unregister_files(&u->ring);
 		u->plain_fds = true;
+		/* ordinary descriptors: a part's share of what the limit leaves */
+		u->nslots = MIN(u->nslots, fdl_share(u->nslots, 1));
 		u->slot_fd = malloc(u->nslots * sizeof(*u->slot_fd));
 		if (!u->slot_fd) {
 			snprintf(why, len, "out of memory");
