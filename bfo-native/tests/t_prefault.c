@@ -84,17 +84,25 @@ int main(void)
 
 	{
 		struct t_result *r = t_results_new(SMALL);
+		struct bfo_stats st;
+		unsigned slack = SMALL_SLACK_KB;
 
-		t_batch_ctx(ctx, small, SMALL, r, NULL, 0);
+		t_batch_ctx(ctx, small, SMALL, r, &st, 0);
 		for (int i = 0; i < SMALL; i++)
 			t_expect_plain(r, small, (size_t)i, "small batch");
 		t_results_free(r, SMALL);
+		/* where the raw engine read them (a VM's scratch disk; not this
+		 * machine's /tmp, whose device root cannot open), its region
+		 * buffers came too: at most 32 MiB, pinned (ring.c, RBUF_BUDGET),
+		 * not the arena's */
+		if (st.files_by_engine[BFO_ENGINE_RAW])
+			slack += 33u << 10;
 		usleep(300 * 1000);
 		now = t_rss_kb();
-		t_log("after %d files: resident memory +%ld KiB", SMALL, now - before);
-		T_ASSERT(now - before <= SMALL_SLACK_KB,
-			 "a %d-file batch made %ld KiB resident, more than %u KiB", SMALL, now - before,
-			 SMALL_SLACK_KB);
+		t_log("after %d files (%llu raw): resident memory +%ld KiB", SMALL,
+		      (unsigned long long)st.files_by_engine[BFO_ENGINE_RAW], now - before);
+		T_ASSERT(now - before <= slack, "a %d-file batch made %ld KiB resident, more than %u KiB", SMALL,
+			 now - before, slack);
 	}
 
 	/* About 260 MiB per batch through a 256 MiB ring, three times: every
