@@ -24,7 +24,9 @@ Workloads: write (bfo write --replace, several batches over older versions),
 cp-first (bfo cp -a into an empty DST), cp-update (bfo cp -a --update over an
 older copy), cp-delete (bfo cp -a --delete: files rewritten, removed, added,
 a file that became a directory and a directory that became a file),
-sendrecv (bfo send -a | bfo recv -a --delete over an older copy), tar
+sendrecv (bfo send -a | bfo recv -a --delete over an older copy), remote
+(bfo cp -a --delete to h:DST through a remote shell that runs the far side
+here: the list and the back channel), tar
 (tar --use-bfo -xf over older versions).
 
 Invariants after every cut, each counted:
@@ -420,20 +422,27 @@ class CpDelete(Workload):
 
 
 class Pipe:
-    """bfo send -a SRC/. | bfo recv -a --delete DST, one process group (the
-    sender's): exit 0 when both did.  A SIGTERM goes to the sender alone
+    """bfo send -a SRC/. | bfo recv -a --delete DST, each in a session of its
+    own (killall signals both): exit 0 when both did.  A SIGTERM goes to the sender alone
     (term_pid), as t_sync's to the local side of a remote sync: the
     receiver sees its stream end early."""
 
     def __init__(self, bfo, src, dst):
         self.s = subprocess.Popen([bfo, "send", "-a", src + "/."], stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL, process_group=0)
+                                  stderr=subprocess.DEVNULL, start_new_session=True)
         self.r = subprocess.Popen([bfo, "recv", "-a", "--delete", dst], stdin=self.s.stdout,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, process_group=self.s.pid)
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
         self.s.stdout.close()
         self.pid = self.term_pid = self.s.pid
         self.stderr = self.r.stderr
         self.returncode = None
+
+    def killall(self, sig):
+        for q in (self.s, self.r):
+            try:
+                os.killpg(q.pid, sig)
+            except ProcessLookupError:
+                pass
 
     def poll(self):
         a, b = self.s.poll(), self.r.poll()
@@ -461,6 +470,30 @@ class SendRecv(CpDelete):
 
     def start(self, dst):
         return Pipe(self.a.bfo, self.src, dst)
+
+
+class Remote(CpDelete):
+    """bfo cp -a --delete SRC/. h:DST through a remote shell that runs the
+    far side here (t_sync's): stream version 2, the list first and the
+    receiver's answers on the back channel.  A SIGTERM goes to the local
+    bfo alone, as t_sync's kill case."""
+    name = "remote"
+
+    def make(self):
+        CpDelete.make(self)
+        self.rsh = os.path.join(self.work, "rsh")
+        with open(self.rsh, "w") as f:
+            f.write('#!/bin/sh\nshift\nexec sh -c "$*"\n')
+        os.chmod(self.rsh, 0o755)
+
+    def argv(self, dst):
+        return [self.a.bfo, "cp", "-a", "--delete", "--rsh", self.rsh, "--remote-bfo", self.a.bfo,
+                self.src + "/.", "h:" + dst]
+
+    def start(self, dst):
+        p = Workload.start(self, dst)
+        p.term_pid = p.pid
+        return p
 
 
 class TarX(WriteW):
@@ -510,7 +543,7 @@ class JavaW(WriteW):
         return p
 
 
-WORKLOADS = {w.name: w for w in (WriteW, CpFirst, CpUpdate, CpDelete, SendRecv, TarX, JavaW)}
+WORKLOADS = {w.name: w for w in (WriteW, CpFirst, CpUpdate, CpDelete, SendRecv, Remote, TarX, JavaW)}
 
 # ------------------------------------------------------------------ checks
 
@@ -547,6 +580,13 @@ class Checks:
 def same(a, b):
     """Entries equal for the invariants (directories: type and mode)."""
     return a == b
+
+
+def kill_all(p, sig):
+    if hasattr(p, "killall"):
+        p.killall(sig)
+    else:
+        os.killpg(p.pid, sig)
 
 
 def check_tree(ck, w, dst, returned, where, promised=()):
@@ -692,14 +732,17 @@ def flakey_fs(a, fs, wl, seed, ncuts, ck_by):
                 where = where.replace("flakey cut", "SIGTERM")
                 if rc is None:
                     if getattr(p, "term_pid", None):
-                        os.kill(p.term_pid, signal.SIGTERM)
+                        try:                     # the sender; if it is done, the receiver
+                            os.kill(p.term_pid, signal.SIGTERM)
+                        except ProcessLookupError:
+                            kill_all(p, signal.SIGTERM)
                     else:
-                        os.killpg(p.pid, signal.SIGTERM)
+                        kill_all(p, signal.SIGTERM)
                     try:
                         p.wait(timeout=10)
                     except subprocess.TimeoutExpired:
                         ck.ok("recover", False, "%s: still running 10 s after SIGTERM" % where)
-                        os.killpg(p.pid, signal.SIGKILL)
+                        kill_all(p, signal.SIGKILL)
                 p.wait()
                 with timed("fl recover"):
                     recover(ck, a, mnt, dst, where)
@@ -711,7 +754,7 @@ def flakey_fs(a, fs, wl, seed, ncuts, ck_by):
             with timed("fl cut+remount"):
                 dm_load(name, down)                  # the cut
                 if rc is None:
-                    os.killpg(p.pid, signal.SIGKILL)
+                    kill_all(p, signal.SIGKILL)
                 p.wait()
                 CL.umount(mnt)
                 dm_load(name, up)
