@@ -19,9 +19,14 @@ mkdir -p "$build/vm-tests"
 result=$build/vm-tests/vm_$what.result
 vmrun=$repo/scripts/vm-run
 
-# The CI subset on 6.1: every read engine (raw, uring, portable), the
-# writer, the copier, the receiver, recovery, and the uring engine's release.
-VM_NATIVE_TESTS='^(t_read_basic|t_raw|t_uring_release|t_write|t_cp|t_sendrecv|t_recover)$'
+# The CI subset on 6.1 (about 6 minutes under TCG): the read engines
+# (t_read_basic: auto, uring, portable; t_rawino: raw with the inode
+# tables), the uring engine's release (t_uring_release), the writer
+# (t_write), the copier (t_cp), cancels of sender and receiver (t_cancel),
+# recovery (t_recover).  The receiver's data path on 6.1 is vm_powercut's
+# (send|recv and the remote copy, whose uninterrupted runs are compared
+# whole); t_sendrecv alone takes 12 minutes there.
+VM_NATIVE_TESTS='^(t_read_basic|t_rawino|t_uring_release|t_write|t_cp|t_cancel|t_recover)$'
 
 why=$("$vmrun" --check 2>&1)
 rc=$?
@@ -45,8 +50,9 @@ case "$what" in
     # which also records one run per workload and fs for the log-writes
     # replay.  BFO_PC_ARGS adds to both (--long: the note's size).
     "$vmrun" --timeout "${BFO_VM_TIMEOUT:-2400}" -- bash -c '
-      "$@" --seed 53 --method flakey --cuts 10 ${BFO_PC_ARGS:-} || exit
-      "$@" --cuts 10 ${BFO_PC_ARGS:-}' pc "${pc[@]}"
+      "$@" --seed 53 --method flakey --cuts 10 --files 30 ${BFO_PC_ARGS:-} || st=$?
+      "$@" --cuts 10 --files 30 ${BFO_PC_ARGS:-} || st=$?
+      exit ${st:-0}' pc "${pc[@]}"
     st=$?
     ;;
   *) echo "vm_test.sh: native|powercut" >&2; exit 2 ;;
