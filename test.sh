@@ -3,12 +3,34 @@
 # `mvn -B verify` over the reactor (C build + ctest + ASan/UBSan ctest, then
 # the Java modules). Extra arguments go to Maven, e.g.
 #   ./test.sh -Dbfo.sanitize.skip=true
-# Exit status is Maven's.
+# Exit status is Maven's.  Then a summary of the VM tests (ctest label vm,
+# in scripts/vm-run on Debian 12's kernel): how many ran, how many skipped.
 set -euo pipefail
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")"
 
 scripts/deps.sh
 
 jobs=$(nproc 2>/dev/null || echo 2)
+# The VM tests (ctest label vm, run by mvn's ctest) leave their results here.
+vmres=bfo-native/build/vm-tests
+rm -rf "$vmres"
 # -Dbfo.native.jobs first, so that an explicit one in "$@" wins.
-exec mvn -B -Dbfo.native.jobs="$jobs" verify "$@"
+st=0
+mvn -B -Dbfo.native.jobs="$jobs" verify "$@" || st=$?
+
+# Summary of the VM tests: run (with their time and status) and skipped (why).
+run=0 skipped=0
+for f in "$vmres"/*.result; do
+  [ -e "$f" ] || continue
+  name=$(basename "$f" .result)
+  read -r kind secs rest <"$f"
+  if [ "$kind" = run ]; then
+    run=$((run + 1))
+    echo "test.sh: VM test $name: ran in ${secs} s, $rest"
+  else
+    skipped=$((skipped + 1))
+    echo "test.sh: VM test $name: skipped: $rest"
+  fi
+done
+echo "test.sh: VM tests: $run run, $skipped skipped"
+exit "$st"

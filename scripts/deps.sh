@@ -42,6 +42,11 @@ PACKAGES=(
   xz-utils
   dpkg-dev
   groff-base
+  qemu-system-x86
+  busybox-static
+  cpio
+  kmod
+  dmsetup
 )
 
 case "${1:-}" in

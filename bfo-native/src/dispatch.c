@@ -26,6 +26,7 @@
 #include <liburing.h>
 
 #include "common.h"
+#include "fdlimit.h"
 #include "ctx.h"
 #include "dispatch.h"
 #include "ext4ino.h"
@@ -391,9 +392,12 @@ static bool submit_uring_file(struct disp *d, struct window *w, uint32_t ei)
 	/* An occupied slot is replaced by the open (the previous file is
 	 * closed then), which saves a close per file.  The read follows once
 	 * the open completed (queue_opened_reads). */
-	io_uring_prep_openat_direct(sqe, AT_FDCWD, e->path,
-				    O_RDONLY | O_NONBLOCK | O_NOCTTY | (d->nofollow ? O_NOFOLLOW : 0),
-				    0, slot);
+	int flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | (d->nofollow ? O_NOFOLLOW : 0);
+
+	if (u->plain_fds)
+		io_uring_prep_openat(sqe, AT_FDCWD, e->path, flags | O_CLOEXEC, 0);
+	else
+		io_uring_prep_openat_direct(sqe, AT_FDCWD, e->path, flags, 0, slot);
 	sqe->user_data = (op + 1) | UD_OPEN;
 	stat_add(&d->ctx->st.ios, 1);
 	stat_add(&d->ctx->st.device_bytes, e->size);
@@ -417,10 +421,11 @@ static void queue_opened_reads(struct disp *d)
 		struct entry *e = &op->w->e[op->idx];
 		struct io_uring_sqe *sqe = get_sqe(u);
 
-		io_uring_prep_read(sqe, (int)op->res,
+		io_uring_prep_read(sqe, u->plain_fds ? u->slot_fd[op->res] : (int)op->res,
 				   chunk_ptr(d->ctx, group_chunk(op->w, e)) + e->buf_off,
 				   (unsigned)(e->size + 1), 0);
-		sqe->flags |= IOSQE_FIXED_FILE;
+		if (!u->plain_fds)
+			sqe->flags |= IOSQE_FIXED_FILE;
 		sqe->user_data = u->opened[k] + 1;
 	}
 	u->nopened = 0;
@@ -432,8 +437,17 @@ static void uring_file_done(struct disp *d, struct op *op, int res)
 	uint32_t ei = op->idx;
 	struct entry *e = &w->e[ei];
 
+	if (d->u->plain_fds && d->u->slot_fd[op->res] >= 0) {
+		close(d->u->slot_fd[op->res]);
+		d->u->slot_fd[op->res] = -1;
+		fdl_release();
+	}
 	d->u->slot_free[d->u->nslot_free++] = op->res;
-	if (op->open_err) {
+	if (op->open_err == -EMFILE || op->open_err == -ENFILE) {
+		/* out of descriptors (ordinary ones on 6.1): the pool's read
+		 * waits for one of libbfo's to be closed (fdlimit.h) */
+		requeue(d, w, ei);
+	} else if (op->open_err) {
 		finish_fail(d, w, ei, op->open_err);
 	} else if (res == -ECANCELED) {
 		requeue(d, w, ei);
@@ -476,6 +490,10 @@ static void reap_one(struct disp *d, struct io_uring_cqe *cqe)
 			uring_file_done(d, &u->ops[i], cqe->res);
 			op_put(u, i);
 		} else {
+			if (u->plain_fds) {
+				u->slot_fd[u->ops[i].res] = cqe->res;
+				fdl_hold();
+			}
 			u->opened[u->nopened++] = i;
 		}
 		return;
@@ -876,7 +894,7 @@ static void release_slots(struct disp *d)
 {
 	struct uring_state *u = d->u;
 
-	if (!u || !u->slots_dirty || u->ops_busy || d->ctx->active)
+	if (!u || u->plain_fds || !u->slots_dirty || u->ops_busy || d->ctx->active)
 		return;
 	int *fds = malloc(u->nslots * sizeof(*fds));
 

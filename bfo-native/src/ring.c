@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The read dispatcher's io_uring (see ring.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +14,9 @@
 #include <liburing.h>
 
 #include "common.h"
+#include "fdlimit.h"
 #include "ring.h"
+#include "test_hooks.h"
 
 /* Raw region buffers: at most this much memory, at least a few buffers. */
 #define RBUF_BUDGET (32u << 20)
@@ -31,12 +35,58 @@ void uring_free(struct uring_state *u)
 	if (!u)
 		return;
 	io_uring_queue_exit(&u->ring);
+	if (u->slot_fd)
+		for (unsigned i = 0; i < u->nslots; i++)
+			if (u->slot_fd[i] >= 0) {
+				close(u->slot_fd[i]);
+				fdl_release();
+			}
+	free(u->slot_fd);
 	free(u->ops);
 	free(u->slot_free);
 	free(u->opened);
 	free(u->rbuf_free);
 	free(u->rbuf);
 	free(u);
+}
+
+/*
+ * Does this kernel put a file taken out of the registered table later, in
+ * a worker?  6.1 does (io_rsrc_put_work, about a second later, then
+ * fput's delayed work): every file a batch read through direct descriptors
+ * stays open after the batch returned, and after the process exited, so an
+ * unmount right after `bfo read` says "target is busy".  Newer kernels put
+ * it in the caller, before io_uring_register returns.  Asked of the kernel
+ * once per process: a pipe's write end goes into slot 0 and out again, and
+ * its read end sees the hang-up at once only where the removal closed it.
+ */
+static bool removal_deferred(struct io_uring *ring)
+{
+	static _Atomic int known;       /* 0 not asked, 1 deferred, 2 at once */
+	int p[2], fd, k = atomic_load(&known);
+
+	if (k)
+		return k == 1;
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
+		return true;            /* not asked: the safe side, not kept */
+	k = 1;
+	fd = p[1];
+	if (io_uring_register_files_update(ring, 0, &fd, 1) == 1) {
+		close(p[1]);
+		p[1] = -1;
+		fd = -1;
+		if (io_uring_register_files_update(ring, 0, &fd, 1) == 1) {
+			struct pollfd pf = { .fd = p[0], .events = POLLIN };
+
+			if (poll(&pf, 1, 0) == 1 && (pf.revents & POLLHUP))
+				k = 2;
+		}
+	}
+	close(p[0]);
+	if (p[1] >= 0)
+		close(p[1]);
+	atomic_store(&known, k);
+	return k == 1;
 }
 
 struct uring_state *uring_create(unsigned qd, char *why, size_t len)
@@ -92,6 +142,19 @@ struct uring_state *uring_create(unsigned qd, char *why, size_t len)
 	if (ret < 0) {
 		snprintf(why, len, "io_uring direct descriptors: %s", strerrordesc_np(-ret));
 		goto fail;
+	}
+	if (bfo_test_hooks.uring_plain_fds || removal_deferred(&u->ring)) {
+		io_uring_unregister_files(&u->ring);
+		u->plain_fds = true;
+		/* ordinary descriptors: a part's share of what the limit leaves */
+		u->nslots = MIN(u->nslots, fdl_share(u->nslots, 1));
+		u->slot_fd = malloc(u->nslots * sizeof(*u->slot_fd));
+		if (!u->slot_fd) {
+			snprintf(why, len, "out of memory");
+			goto fail;
+		}
+		for (unsigned i = 0; i < u->nslots; i++)
+			u->slot_fd[i] = -1;
 	}
 	u->nops = qd;
 	u->ops = calloc(u->nops, sizeof(*u->ops));

@@ -45,6 +45,13 @@ struct uring_state {
 	uint32_t op_free;
 	uint32_t *slot_free;
 	unsigned nslots, nslot_free;
+	/* plain_fds: the kernel puts a file taken out of the registered table
+	 * later, in a worker (6.1; see removal_deferred in ring.c), so files
+	 * are opened as ordinary descriptors (slot_fd, one per slot) and
+	 * closed by the dispatcher as each file is done: when a batch returns,
+	 * and when the process exits, nothing of it is open. */
+	bool plain_fds;
+	int *slot_fd;
 	uint32_t *opened;       /* ops whose open completed, read not yet queued (nops) */
 	unsigned nopened;
 	bool slots_dirty;

@@ -52,6 +52,13 @@ struct bfo_test_hooks {
 	void (*index_built)(void *arg);
 	void (*list_waits)(void *arg, size_t pending);
 	size_t list_pending_max;
+	/* uring_plain_fds: the uring read engine opens ordinary descriptors,
+	 * as it does where the kernel closes files taken out of the
+	 * registered table late (ring.c), whatever this kernel does */
+	bool uring_plain_fds;
+	/* pipe_nowait_refused: writes to pipes (wio.c) take the way of a
+	 * kernel whose pipes refuse RWF_NOWAIT (6.1), whatever this one does */
+	bool pipe_nowait_refused;
 	void *arg;
 };
 extern struct bfo_test_hooks bfo_test_hooks;

@@ -2,16 +2,19 @@
 /* The stream's bytes on a descriptor, counted, compressed when asked (wio.h). */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "common.h"
+#include "test_hooks.h"
 #include "wio.h"
 
 #ifdef BFO_HAVE_ZSTD
@@ -75,20 +78,52 @@ void wio_init(struct wio *w, int fd, int stopfd, const atomic_bool *cancel)
 	 * for reasons poll() does not wait out.  Without a stopfd nothing
 	 * but a signal would end the wait anyway. */
 	w->nowait = stopfd >= 0 && fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
+	w->fifo = w->nowait && S_ISFIFO(st.st_mode);
+}
+
+/* What a write to a pipe takes without waiting, where the kernel's pipes
+ * refuse RWF_NOWAIT (6.1): poll()'s POLLOUT promises a free page; more
+ * when the pipe's size less what it holds (in pages, one more for a page
+ * partly read and one for a page partly written) leaves more.  A lone
+ * writer is then never held in the kernel by a reader that stopped. */
+static size_t pipe_room(int fd)
+{
+	int cap = fcntl(fd, F_GETPIPE_SZ), queued = 0;
+	long room;
+
+	if (cap <= 0 || ioctl(fd, FIONREAD, &queued) < 0 || queued < 0)
+		return 4096;
+	room = (long)cap - ((long)queued / 4096 + 2) * 4096;
+	return room > 4096 ? (size_t)room : 4096;
 }
 
 /* One write: RWF_NOWAIT where it is wanted and the kernel takes it for
  * this descriptor (sockets always; pipes on the kernels that gave them
- * FMODE_NOWAIT, 6.18 here).  A kernel that refuses it says EOPNOTSUPP
- * once; then writev, a write that may wait in the kernel as before. */
+ * FMODE_NOWAIT, 6.18 here, not 6.1).  A kernel that refuses it says
+ * EOPNOTSUPP once; then writev: to a pipe, of no more than it takes at
+ * once (pipe_room), so that a stop still ends the wait in poll(); to
+ * anything else a write that may wait in the kernel as before. */
 static ssize_t write_once(struct wio *w, const struct iovec *iov, int n)
 {
-	if (w->nowait) {
+	if (w->nowait && !bfo_test_hooks.pipe_nowait_refused) {
 		ssize_t k = pwritev2(w->fd, iov, n, -1, RWF_NOWAIT);
 
 		if (k >= 0 || (errno != EOPNOTSUPP && errno != EINVAL))
 			return k;
 		w->nowait = false;
+	}
+	if (w->fifo) {
+		size_t room = pipe_room(w->fd), sum = 0;
+		int k = 0;
+
+		while (k < n && sum + iov[k].iov_len <= room)
+			sum += iov[k++].iov_len;
+		if (k == 0) {
+			struct iovec part = { iov[0].iov_base, room };
+
+			return writev(w->fd, &part, 1);
+		}
+		n = k;
 	}
 	return writev(w->fd, iov, n);
 }

@@ -35,6 +35,7 @@ struct wio {
 	uint64_t bytes;             /* that crossed the descriptor */
 	bool eof;
 	bool nowait;                /* writes never block (RWF_NOWAIT): see wio_init */
+	bool fifo;                  /* a pipe: without RWF_NOWAIT, writes of what fits */
 };
 
 /* Plain until wio_compress / wio_decompress.  With a stopfd, writes to a

@@ -35,6 +35,7 @@
 #include "bfo.h"
 #include "t_helpers.h"
 #include "t_wutil.h"
+#include "test_hooks.h"
 
 static struct bfo_copier *new_copier(void)
 {
@@ -175,6 +176,11 @@ int main(void)
 	close(p[1]);
 	t_watchdog(120, "a cancelled sender still waits on a full pipe");
 	send_full_pipe(srcs);
+	/* the same where pipes refuse RWF_NOWAIT (6.1): writes of what fits */
+	t_watchdog(120, "a cancelled sender still waits on a full pipe (pipes without RWF_NOWAIT)");
+	bfo_test_hooks.pipe_nowait_refused = true;
+	send_full_pipe(srcs);
+	bfo_test_hooks.pipe_nowait_refused = false;
 
 	/* the cancel forgotten: the same copier sends the whole tree */
 	fd = open(stream, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);

@@ -34,6 +34,23 @@
 #define IDLE_SLACK_KB (T_ASAN ? 4u << 10 : 1u << 10)
 #define SMALL_SLACK_KB (8u << 10)   /* a huge page ahead, the touched ones, slack */
 
+/* Transparent huge pages "always" (6.1 in the VM; madvise on this
+ * machine): a thread's stack may then be faulted in 2 MiB at a time, so
+ * each thread the context starts (its pool, the dispatcher) may make
+ * 2 MiB resident without any arena page. */
+static unsigned thp_stack_kb(unsigned threads)
+{
+	char buf[128] = "";
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = 0;
+		fclose(f);
+	}
+	return strstr(buf, "[always]") ? threads * (2u << 10) : 0;
+}
+
 static bool kernel_populates(void)
 {
 	void *p = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -78,23 +95,34 @@ int main(void)
 
 	usleep(300 * 1000);     /* time to populate, were it eager */
 	now = t_rss_kb();
-	t_log("idle context, arena 256 MiB: resident memory +%ld KiB", now - before);
-	T_ASSERT(now - before <= IDLE_SLACK_KB,
+	unsigned stacks = thp_stack_kb(o.threads + 1);
+
+	t_log("idle context, arena 256 MiB: resident memory +%ld KiB (%u KiB allowed for stacks in huge "
+	      "pages)", now - before, stacks);
+	T_ASSERT(now - before <= IDLE_SLACK_KB + stacks,
 		 "an idle context made %ld KiB resident: its arena was populated before any use", now - before);
 
 	{
 		struct t_result *r = t_results_new(SMALL);
+		struct bfo_stats st;
+		unsigned slack = SMALL_SLACK_KB + stacks;
 
-		t_batch_ctx(ctx, small, SMALL, r, NULL, 0);
+		t_batch_ctx(ctx, small, SMALL, r, &st, 0);
 		for (int i = 0; i < SMALL; i++)
 			t_expect_plain(r, small, (size_t)i, "small batch");
 		t_results_free(r, SMALL);
+		/* where the raw engine read them (a VM's scratch disk; not this
+		 * machine's /tmp, whose device root cannot open), its region
+		 * buffers came too: at most 32 MiB, pinned (ring.c, RBUF_BUDGET),
+		 * not the arena's */
+		if (st.files_by_engine[BFO_ENGINE_RAW])
+			slack += 33u << 10;
 		usleep(300 * 1000);
 		now = t_rss_kb();
-		t_log("after %d files: resident memory +%ld KiB", SMALL, now - before);
-		T_ASSERT(now - before <= SMALL_SLACK_KB,
-			 "a %d-file batch made %ld KiB resident, more than %u KiB", SMALL, now - before,
-			 SMALL_SLACK_KB);
+		t_log("after %d files (%llu raw): resident memory +%ld KiB", SMALL,
+		      (unsigned long long)st.files_by_engine[BFO_ENGINE_RAW], now - before);
+		T_ASSERT(now - before <= slack, "a %d-file batch made %ld KiB resident, more than %u KiB", SMALL,
+			 now - before, slack);
 	}
 
 	/* About 260 MiB per batch through a 256 MiB ring, three times: every

@@ -407,7 +407,10 @@ static void mixed_devices(void *arg)
 		t_batch(&o, paths, n, r, &st);
 		for (size_t i = 0; i < n; i++) {
 			t_expect_plain(r, paths, i, msg);
-			if (r[i].engine == BFO_ENGINE_RAW) {
+			/* the temporary directory's own file system may be read raw
+			 * too (a VM's scratch ext4 on virtio) or not (tmpfs): not
+			 * counted */
+			if (r[i].engine == BFO_ENGINE_RAW && strncmp(paths[i], tmp, strlen(tmp))) {
 				bool seen = false;
 
 				for (int d = 0; d < nraw_devs; d++)

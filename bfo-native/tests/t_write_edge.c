@@ -75,6 +75,9 @@
 
 #include "t_wutil.h"
 
+/* The edquot case's user quota, in 1 KiB quota blocks (4 MiB). */
+#define QUOTA_KB 4096
+
 static const char *tmp;       /* the test directory (ext4 here) */
 static const char *xfs;       /* a loop XFS, or NULL */
 
@@ -963,6 +966,12 @@ static void scenario_nospc(void *arg)
 	uint64_t fr = tw_free_bytes(c->mnt);
 	unsigned failed = 0;
 
+	/* under a quota, what fits is the quota's (statvfs says the file
+	 * system's: 50 MiB where 4 fit; found on 6.1, where the kernel of
+	 * this project's machines has no quotas and skips the case) */
+	if (c->expect_err == -EDQUOT)
+		fr = MIN(fr, (uint64_t)QUOTA_KB << 10);
+
 	if (!c->pieces) {
 		int ret = bfo_writer_write(w, e, n);
 
@@ -1101,7 +1110,7 @@ static void scenario_full(void *arg)
 static void scenario_edquot(void *arg)
 {
 	const char *mnt = arg;
-	struct if_dqblk dq = { .dqb_bhardlimit = 4096, .dqb_bsoftlimit = 4096, .dqb_valid = QIF_BLIMITS };
+	struct if_dqblk dq = { .dqb_bhardlimit = QUOTA_KB, .dqb_bsoftlimit = QUOTA_KB, .dqb_valid = QIF_BLIMITS };
 	int fd = open(mnt, O_RDONLY | O_DIRECTORY);
 
 	/* 4 MiB for uid 4242, in 1 KiB quota blocks */
