@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The journal's manifest decoder (src/journal.c) on hostile bytes.  The
+ * The journal's manifest decoder (src/write/journal.c) on hostile bytes.  The
  * first four bytes of an input say where the manifest ends and its
  * identity records (NAME.m.ids) begin, so both are fuzzed together.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The send/recv stream's parsers (src/wire.c, src/wire_list.c) on hostile
+ * The send/recv stream's parsers (src/stream/wire.c, src/stream/wire_list.c) on hostile
  * bytes, frame after frame as bfo recv reads them (version 1 and 2: LIST
  * frames, their compact records decoded one by one) and as a sender reads
  * the receiver's answers (HELLO, WANT, ITEMS, RESULT heads).  The frame

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * t_nofile: libbfo and the bfo command within an ordinary user's
- * descriptor limit (src/fdlimit.h).
+ * descriptor limit (src/common/fdlimit.h).
  *  - The command as uid 65534 (as root; else as the user running it) at
  *    `ulimit -n` 1024 (a login's default), 256 and 20, over 5,200 files in
  *    26 directories: `bfo read --checksum` equals xxh128sum; `bfo cp -a`

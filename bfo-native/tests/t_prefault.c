@@ -113,7 +113,7 @@ int main(void)
 		t_results_free(r, SMALL);
 		/* where the raw engine read them (a VM's scratch disk; not this
 		 * machine's /tmp, whose device root cannot open), its region
-		 * buffers came too: at most 32 MiB, pinned (ring.c, RBUF_BUDGET),
+		 * buffers came too: at most 32 MiB, pinned (dispatch_ring.c, RBUF_BUDGET),
 		 * not the arena's */
 		if (st.files_by_engine[BFO_ENGINE_RAW])
 			slack += 33u << 10;

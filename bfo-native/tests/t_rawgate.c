@@ -53,7 +53,7 @@
 
 static void quiet(void)
 {
-	usleep(60 * 1000);   /* dirhint.c lists no directory changed in the last 20 ms */
+	usleep(60 * 1000);   /* raw_dirhint.c lists no directory changed in the last 20 ms */
 }
 
 /* dir/f0 .. f(n-1), random sizes, owned by uid, mode; the paths. */

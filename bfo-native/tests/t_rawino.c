@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * t_rawino: the raw engine's metadata from ext4's inode tables (ext4ino.c,
- * dirhint.c) on a loop-mounted ext4, as root.  Every file must equal read()
+ * t_rawino: the raw engine's metadata from ext4's inode tables (raw_ext4ino.c,
+ * raw_dirhint.c) on a loop-mounted ext4, as root.  Every file must equal read()
  * and stat(), and the statistics must show which files took the device's
  * inodes (files_rawmeta), so a path that silently fell back cannot pass:
  *  - served: files of many sizes, sparse, unwritten and preallocated-past-
@@ -70,7 +70,7 @@ static void free_all(char **p, size_t n)
 
 static void quiet(void)
 {
-	/* dirhint.c lists no directory changed in the last 20 ms */
+	/* raw_dirhint.c lists no directory changed in the last 20 ms */
 	usleep(60 * 1000);
 }
 
@@ -552,7 +552,7 @@ static void reuse(const char *mnt)
 /* ------------------------------------------------------------ cached */
 
 /* Long names: NC2 files pay for listing 66,560 bytes of directory
- * (dirhint.c's DENSITY), the directory holds more. */
+ * (raw_dirhint.c's DENSITY), the directory holds more. */
 static char *cached_name(const char *dir, int i)
 {
 	char name[160];

@@ -5,7 +5,7 @@
  * On Linux 6.1 a file taken out of io_uring's registered table is put a
  * second later by a worker, so files read through direct descriptors kept
  * the file system busy after `bfo read --engine uring` exited ("umount:
- * target is busy").  The engine asks the kernel (ring.c, removal_deferred)
+ * target is busy").  The engine asks the kernel (dispatch_ring.c, removal_deferred)
  * and opens ordinary descriptors where removal is late.  Both sides are
  * run on every kernel: the engine's own choice, and the ordinary
  * descriptors forced (bfo_test_hooks.uring_plain_fds).
