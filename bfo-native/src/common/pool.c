@@ -11,7 +11,6 @@
 
 #include "common.h"
 #include "pool.h"
-#include "sysstate.h"
 
 /* How much lower than the creating thread the workers run. */
 #define POOL_NICE 10
@@ -48,8 +47,8 @@ static void *pool_main(void *arg)
 		p->queued--;
 		pthread_mutex_unlock(&p->lock);
 		t->next = NULL;
-		if (p->sys)
-			sysstate_adopt_creds(p->sys, &creds_seen);
+		if (p->before_task)
+			p->before_task(p->before_arg, &creds_seen);
 		t->fn(t);
 		pthread_mutex_lock(&p->lock);
 	}

@@ -12,8 +12,6 @@ struct pool_task {
 	struct pool_task *next;
 };
 
-struct sysstate;
-
 struct pool {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -24,9 +22,11 @@ struct pool {
 	unsigned idle;          /* waiting for a task */
 	unsigned queued;        /* tasks not yet taken */
 	int nice;               /* the workers' nice value (pool_start's caller + POOL_NICE) */
-	/* Set before pool_start, or NULL: each worker takes the capabilities
-	 * of the batch's caller before its next task (sysstate.h). */
-	struct sysstate *sys;
+	/* Set before pool_start, or NULL: called on each worker before each
+	 * task, with a word of its own (the read context's makes the worker
+	 * take the capabilities of the batch's caller, sysstate.h). */
+	void (*before_task)(void *arg, unsigned *seen);
+	void *before_arg;
 	bool stop;
 };
 

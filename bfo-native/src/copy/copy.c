@@ -33,7 +33,6 @@
 #include "copy.h"
 #include "filter.h"
 #include "write_meta.h"
-#include "send.h"
 #include "writer.h"
 #include "walk.h"
 #include "write.h"
@@ -151,6 +150,7 @@ void copy_run_reset(struct bfo_copier *c)
 	c->archive = c->flags & BFO_COPY_ARCHIVE;
 	copy_who_init(&c->who, c->archive);
 	c->oom = false;
+	c->sink = &copy_writer_sink;      /* (a sender's run sets the stream's) */
 	c->listing = false;
 	c->list_errors = false;
 	c->cut = false;
@@ -264,6 +264,18 @@ int copy_writer_open(struct bfo_copier *c)
 	close(fd);
 	return ret;
 }
+
+/* The writer sink: the batch to the writer, opened on its first batch. */
+static int writer_put(struct bfo_copier *c)
+{
+	int ret = copy_writer_open(c);
+
+	if (!ret)
+		bfo_writer_write(c->w, c->e, (unsigned)c->n);   /* failures: in the statuses */
+	return ret;
+}
+
+const struct copy_sink copy_writer_sink = { .put = writer_put };
 
 int copy_dest_open(struct bfo_copier *c, bool existed)
 {

@@ -17,18 +17,10 @@
 #include <sys/types.h>
 
 #include "bfo.h"
+#include "copy_who.h"
 #include "sync.h"
 
 struct wire_out;
-
-/* Who makes the copy, which decides what metadata it may take. */
-struct copy_who {
-	bool archive;               /* cp -a, else cp -r */
-	bool is_root;
-	uid_t euid;
-	gid_t egid;
-	mode_t umask;
-};
 
 #define BATCH_MAX_ENTRIES 16384u
 #define PROGRESS_NS 250000000ull
@@ -55,6 +47,19 @@ struct src {
 				       nothing there to compare with */
 };
 
+/* Where a copier's batches go (copy_flush): the writer, for a local copy
+ * and a receiver (copy.c's copy_writer_sink), or the stream, for a sender
+ * (send_copier.c). */
+struct copy_sink {
+	/* c's batch c->e[0..n) written or sent: 0, or -errno when the run
+	 * cannot go on (said, but for a cancel; the batch not written) */
+	int (*put)(struct bfo_copier *c);
+	/* entries carry their source's metadata whole (the receiver decides
+	 * what the copy takes), file sizes in c->sizes, paths by source */
+	bool stream;
+};
+extern const struct copy_sink copy_writer_sink;
+
 /* A copier: one run at a time, local (copy.c), to a stream (copy.c with
  * send.c) or from one (recv.c). */
 struct bfo_copier {
@@ -73,7 +78,8 @@ struct bfo_copier {
 	/* one run */
 	bool archive;
 	struct copy_who who;        /* whose copy it is: what metadata it may take */
-	struct wire_out *out;       /* bfo_copier_send: batches go here, not to w */
+	const struct copy_sink *sink;   /* where the batches go */
+	struct wire_out *out;       /* bfo_copier_send: the stream (send_copier.c's) */
 	uint64_t *sizes;            /* send: each FILE entry's whole size */
 	size_t capsizes;
 	struct bfo_ctx *rctx;
@@ -154,7 +160,6 @@ void copy_take_xattrs(struct bfo_copier *c, const char *src, struct bfo_wentry *
 /* The metadata e takes: a sender passes it whole, a local copy as copy_meta. */
 void copy_meta_from(struct bfo_copier *c, struct bfo_wentry *e, uint32_t mode, uint32_t uid,
 		    uint32_t gid, int64_t as, uint32_t an, int64_t ms, uint32_t mn);
-void copy_who_init(struct copy_who *who, bool archive);
 /* A run begins: statistics and who copies, reset.  A cancel that came
  * before it (a signal between the caller's handler and the run) stays. */
 void copy_run_reset(struct bfo_copier *c);
@@ -291,12 +296,6 @@ void copy_root_meta(struct bfo_copier *c, const struct bfo_wentry *e);
 void copy_tail_durable(struct bfo_copier *c);
 /* The progress callback, at most every PROGRESS_NS unless force. */
 void copy_progress(struct bfo_copier *c, bool force);
-
-/* The metadata e takes from a source with this mode, owner and times: all
- * of it with -a (owner as root only, set-id bits only with their owner),
- * the permission bits less the umask without. */
-void copy_meta(const struct copy_who *who, struct bfo_wentry *e, uint32_t mode, uint32_t uid,
-	       uint32_t gid, int64_t as, uint32_t an, int64_t ms, uint32_t mn);
 
 /* What the first source of a copy is, for copy_dest. */
 enum { COPY_SRC_OTHER = 0, COPY_SRC_DIR = 1, COPY_SRC_CONTENTS = 2 /* SRC/. */ };

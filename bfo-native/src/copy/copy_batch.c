@@ -23,7 +23,6 @@
 #include "copy.h"
 #include "sync.h"
 #include "write_meta.h"
-#include "send.h"
 #include "writer.h"
 #include "walk.h"
 #include "write.h"
@@ -35,7 +34,7 @@ void copy_item(struct bfo_copier *c, const char *path)
 	char *rel, *name;
 	unsigned long k;
 
-	if (!c->out) {
+	if (!c->sink->stream) {
 		c->item(c->item_arg, '>', path);
 		return;
 	}
@@ -89,21 +88,6 @@ void copy_batch_done(struct bfo_copier *c)
 	pthread_mutex_unlock(&c->lock);
 }
 
-/* A batch of bfo_copier_send goes on the stream; when the stream cannot
- * be written (the receiver went away), it and the rest of the run fail. */
-static void send_batch(struct bfo_copier *c)
-{
-	int ret = atomic_load(&c->cancel) ? 0 : wire_out_batch(c->out, c->e, c->sizes, c->n);
-
-	if (atomic_load(&c->cancel) || ret) {
-		if (ret && ret != -ECANCELED) {     /* a cancel cut the frame short: ours */
-			copy_report(c, ret == -EPIPE ? "the receiver went away" : "writing the stream", ret);
-			c->send_err = ret;
-			atomic_store(&c->cancel, true);
-		}
-		c->n = 0;
-	}
-}
 
 /* Write the batch, report its failures, give the read entries back;
  * cancelled, the batch is dropped unwritten. */
@@ -113,20 +97,15 @@ void copy_flush(struct bfo_copier *c)
 
 	if (atomic_load(&c->cancel))
 		c->n = 0;
-	if (c->n && c->out)
-		send_batch(c);
-	if (c->n && !c->out && (ret = copy_writer_open(c))) {
-		/* The destination cannot be written: the run ends with that
-		 * error (the caller names it), its batch unwritten. */
+	if (c->n && (ret = c->sink->put(c))) {
+		/* The run cannot go on (the destination cannot be written, the
+		 * stream broke): it ends with that error, its batch unwritten. */
 		c->send_err = ret;
 		atomic_store(&c->cancel, true);
 		c->n = 0;
 	}
-	if (c->n) {
-		if (!c->out)
-			bfo_writer_write(c->w, c->e, (unsigned)c->n);   /* failures: in the statuses */
+	if (c->n)
 		copy_batch_done(c);
-	}
 	if (c->nheld)
 		bfo_read_release(c->rctx, c->held, (unsigned)c->nheld);
 	c->nheld = 0;
@@ -294,7 +273,7 @@ static void on_read(struct bfo_copier *c, struct bfo_file *f)
 	e->data = f->data;
 	e->length = f->length;
 	e->offset = f->offset;
-	if (c->out)
+	if (c->sink->stream)
 		c->sizes[c->n - 1] = f->size;
 	if (!last)
 		e->flags |= BFO_WENTRY_MORE;

@@ -22,7 +22,6 @@
 #include "common.h"
 #include "copy.h"
 #include "write_meta.h"
-#include "send.h"
 #include "writer.h"
 #include "walk.h"
 #include "write.h"
@@ -135,7 +134,7 @@ char *copy_own(struct bfo_copier *c, char *s)
 struct bfo_wentry *copy_add(struct bfo_copier *c)
 {
 	if (!copy_grow((void **)&c->e, &c->cap, c->n + 1, sizeof(*c->e)) ||
-	    (c->out && !copy_grow((void **)&c->sizes, &c->capsizes, c->n + 1, sizeof(*c->sizes)))) {
+	    (c->sink->stream && !copy_grow((void **)&c->sizes, &c->capsizes, c->n + 1, sizeof(*c->sizes)))) {
 		c->oom = true;
 		return NULL;
 	}
@@ -199,47 +198,6 @@ void copy_take_xattrs(struct bfo_copier *c, const char *src, struct bfo_wentry *
 	e->xattrs_len = len;
 }
 
-void copy_meta(const struct copy_who *who, struct bfo_wentry *e, uint32_t mode, uint32_t uid,
-	       uint32_t gid, int64_t as, uint32_t an, int64_t ms, uint32_t mn)
-{
-	e->mode = mode & 07777;
-	if (!who->archive) {
-		/* cp -r: the source's permission bits (sticky included) less
-		 * the umask, no set-id bits, the current time, owned by whoever
-		 * copies. */
-		e->mode &= 01777 & ~who->umask;
-		return;
-	}
-	/* Set-id bits only go with the owner they belong to: when the copy
-	 * cannot be given the source's owner or group, cp -a drops them, and
-	 * so does this. */
-	if (!who->is_root) {
-		if (uid != who->euid)
-			e->mode &= ~(uint32_t)S_ISUID;
-		if (gid != who->egid)
-			e->mode &= ~(uint32_t)S_ISGID;
-	}
-	e->flags |= BFO_WENTRY_TIMES;
-	e->atime_sec = as;
-	e->atime_nsec = an;
-	e->mtime_sec = ms;
-	e->mtime_nsec = mn;
-	if (who->is_root) {
-		e->flags |= BFO_WENTRY_OWNER;
-		e->uid = uid;
-		e->gid = gid;
-	}
-}
-
-void copy_who_init(struct copy_who *who, bool archive)
-{
-	who->archive = archive;
-	who->is_root = geteuid() == 0;
-	who->euid = geteuid();
-	who->egid = getegid();
-	who->umask = process_umask();
-}
-
 bool copy_exists(int rootfd, const char *path)
 {
 	char dir[BFO_WPATH_MAX];
@@ -283,7 +241,7 @@ bool copy_has_xattrs(int fd, const struct bfo_wentry *e)
 void copy_meta_from(struct bfo_copier *c, struct bfo_wentry *e, uint32_t mode, uint32_t uid,
 		      uint32_t gid, int64_t as, uint32_t an, int64_t ms, uint32_t mn)
 {
-	if (c->out) {
+	if (c->sink->stream) {
 		e->mode = mode & 07777;
 		e->uid = uid;
 		e->gid = gid;

@@ -25,7 +25,6 @@
 #include "copy.h"
 #include "filter.h"
 #include "write_meta.h"
-#include "send.h"
 #include "writer.h"
 #include "walk.h"
 #include "write.h"

@@ -21,7 +21,7 @@
 #include <xxhash.h>
 
 #include "common.h"
-#include "copy.h"
+#include "copy_who.h"
 #include "dindex.h"
 #include "filter.h"
 #include "sync.h"

@@ -185,6 +185,12 @@ static int opts_resolve(struct bfo_opts *out, const struct bfo_opts *in)
 
 /* ------------------------------------------------------------ create */
 
+/* A pool worker, before each task: the batch's caller's capabilities. */
+static void adopt_creds(void *arg, unsigned *seen)
+{
+	sysstate_adopt_creds(arg, seen);
+}
+
 BFO_API int bfo_ctx_create(struct bfo_ctx **out, const struct bfo_opts *opts)
 {
 	struct bfo_ctx *ctx;
@@ -227,7 +233,8 @@ BFO_API int bfo_ctx_create(struct bfo_ctx **out, const struct bfo_opts *opts)
 	devcache_init(&ctx->devs, ctx->o.engine == BFO_ENGINE_AUTO ||
 				   ctx->o.engine == BFO_ENGINE_RAW, &ctx->sys);
 	dircache_init(&ctx->dirs);
-	ctx->pool.sys = &ctx->sys;
+	ctx->pool.before_task = adopt_creds;
+	ctx->pool.before_arg = &ctx->sys;
 	ret = pool_start(&ctx->pool, ctx->o.threads);
 	if (ret)
 		goto fail_arena;

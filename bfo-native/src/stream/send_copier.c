@@ -288,6 +288,21 @@ static void remote_emit(struct bfo_copier *c, struct lbatch *b)
 	answers(c, d, PEND_MAX);
 }
 
+/* ------------------------------------------------------------ the sink */
+
+/* A batch of bfo_copier_send goes on the stream; when the stream cannot
+ * be written (the receiver went away), it and the rest of the run fail. */
+static int stream_put(struct bfo_copier *c)
+{
+	int ret = wire_out_batch(c->out, c->e, c->sizes, c->n);
+
+	if (ret && ret != -ECANCELED)       /* a cancel cut the frame short: ours */
+		copy_report(c, ret == -EPIPE ? "the receiver went away" : "writing the stream", ret);
+	return ret;
+}
+
+static const struct copy_sink stream_sink = { .put = stream_put, .stream = true };
+
 /* ------------------------------------------------------------ the run */
 
 /* The sources, as the walk (the receiver wants everything) or the list. */
@@ -363,6 +378,7 @@ static int send_run(struct bfo_copier *c, const char *const *srcs, unsigned nsrc
 			ret = -ENOMEM;
 	}
 	c->out = &out;
+	c->sink = &stream_sink;
 	if (!ret && d) {
 		/* the receiver says whether it has anything to compare with */
 		struct bframe *f = back_next(&d->back, -1);
@@ -397,6 +413,7 @@ static int send_run(struct bfo_copier *c, const char *const *srcs, unsigned nsrc
 			copy_report(c, d->back.why ? d->back.why : "the receiver's answers", ret);
 	}
 	c->out = NULL;
+	c->sink = &copy_writer_sink;
 	pthread_mutex_lock(&c->lock);
 	c->st.wire_sent = out.io.bytes;
 	c->st.wire_received = d ? d->back.io.bytes : 0;
