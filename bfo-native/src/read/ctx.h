@@ -103,4 +103,12 @@ void ctx_update_phase_times_locked(struct bfo_ctx *ctx);
  * system state that batch will run with (sysstate.h). */
 void ctx_prepare_next_batch(struct bfo_ctx *ctx);
 
+/* ctx.c: a batch's state and times begin (its first path) and end (its
+ * last entry delivered, or a cancel).  ctx_batch.c: a delivered entry's
+ * memory given back by its ticket's cookie: 0, or -EINVAL for a cookie
+ * this context did not hand out. */
+void ctx_batch_begin_locked(struct bfo_ctx *ctx);
+void ctx_batch_end_locked(struct bfo_ctx *ctx);
+int ctx_ticket_put_locked(struct bfo_ctx *ctx, uint64_t cookie);
+
 #endif
