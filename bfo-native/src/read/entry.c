@@ -55,3 +55,14 @@ bool meta_same(const struct entry *a, const struct entry *b)
 	       a->mtime_sec == b->mtime_sec && a->mtime_nsec == b->mtime_nsec &&
 	       a->ctime_sec == b->ctime_sec && a->ctime_nsec == b->ctime_nsec;
 }
+
+int entry_type_status(uint32_t mode)
+{
+	if (S_ISREG(mode))
+		return 0;
+	if (S_ISDIR(mode))
+		return -EISDIR;
+	if (S_ISLNK(mode))
+		return -ELOOP;
+	return -EINVAL;
+}

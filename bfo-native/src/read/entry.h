@@ -64,5 +64,8 @@ int stat_path(const char *path, bool nofollow, struct entry *e);
 /* a and b are the same file, unchanged: identity, and everything a write,
  * truncate or replacement changes (size, mtime, ctime). */
 bool meta_same(const struct entry *a, const struct entry *b);
+/* The status a read gives a file of this mode: 0 for a regular file,
+ * -EISDIR, -ELOOP (a symbolic link) or -EINVAL for the others. */
+int entry_type_status(uint32_t mode);
 
 #endif

@@ -73,7 +73,22 @@ struct group {                     /* files dispatched with one arena chunk */
 	bool reserved;
 };
 
-struct ptask;
+/* Files per phase-1 task: enough to amortise the pool hand-off, few enough
+ * that all threads get work in a window. */
+#define TASK_FILES 32u
+
+/* A phase-1 task: TASK_FILES files of a window, the extents it mapped
+ * (copied into the window's array by plan_build). */
+struct ptask {
+	struct pool_task task;
+	struct bfo_ctx *ctx;
+	struct window *w;
+	uint32_t first, count;
+	size_t path_off;           /* of its first file's path in w->paths */
+	struct fext *ext;
+	uint32_t next, cap;
+	struct ext4ino_buf ibuf;   /* inode-table bytes (hinted files) */
+};
 
 /* File systems whose files one window takes from their inodes (more: the
  * VFS path for the rest). */
