@@ -43,7 +43,7 @@ import static org.junit.jupiter.api.Assertions.fail;
  * WordCount with BatchTextInputFormat on a YARN cluster (MiniDFSCluster and
  * MiniMRYarnCluster in a JVM of their own, {@link MiniClusterMain}), map tasks
  * in container JVMs whose classpath is Hadoop's alone: bfo-java, libbfo and
- * JNA reach them only as a user ships them, in the {@code -job} jar or with
+ * JNA (and bfo-hadoop-fs) reach them only as a user ships them, in the {@code -job} jar or with
  * {@code -libjars} beside the plain jar. Input: a local {@code file:}
  * directory of small files and its {@code hdfs:} copy; every output equals
  * CombineTextInputFormat's on the same cluster. Run as root, the cluster runs
@@ -133,12 +133,15 @@ class YarnClusterIT {
                 bfo.counter(BfoCounter.ENGINE_GROUP, "java"));
     }
 
-    /** The plain jar with {@code -libjars bfo-java.jar,jna.jar}; HDFS input, read through the FileSystem API. */
+    /**
+     * The plain jar with {@code -libjars bfo-hadoop-fs.jar,bfo-java.jar,jna.jar}; HDFS input, read through the
+     * FileSystem API.
+     */
     @Test
     void libjarsOnHdfsInput() throws Exception {
         String libjars = Files.readString(java.nio.file.Path.of(property("bfo.it.libjars"))).trim();
         String[] jars = libjars.split(",");
-        assertEquals(2, jars.length, "bfo-java and jna: " + libjars);
+        assertEquals(3, jars.length, "bfo-hadoop-fs, bfo-java and jna: " + libjars);
         for (String j : jars) {
             assertTrue(j.endsWith(".jar") && Files.isRegularFile(java.nio.file.Path.of(j)), j);
         }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 package io.github.bfo.spark;
 
+import io.github.bfo.hadoop.fs.ReadFileSystems;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InterruptedIOException;
@@ -14,10 +15,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
-import org.apache.hadoop.fs.FileStatus;
-import org.apache.hadoop.fs.Options;
 import org.apache.hadoop.fs.Path;
-import org.apache.hadoop.util.functional.FutureIO;
 
 /**
  * The files of one partition that live on Hadoop file systems other than
@@ -55,7 +53,7 @@ final class BfoHadoopReads implements AutoCloseable {
     private final long timeoutNanos;    // 0: wait as long as the file system's client does
     private volatile long lastProgress; // System.nanoTime() of the last read started or finished
     private final ArrayDeque<Future<BfoPiece>> ahead = new ArrayDeque<>();
-    private final BfoReadFileSystems fileSystems;
+    private final ReadFileSystems fileSystems;
     private ThreadPoolExecutor pool;    // made when the first file is read ahead
     private int next;                   // files[next] is the next to start
     private int delivered;              // files[delivered] is the next to hand out
@@ -72,7 +70,7 @@ final class BfoHadoopReads implements AutoCloseable {
         this.windowBytes = Math.max(1, windowBytes);
         this.largeFile = (int) Math.max(4096, Math.min(largeFile, Integer.MAX_VALUE - 16));
         this.timeoutNanos = TimeUnit.MILLISECONDS.toNanos(Math.max(0, timeoutMillis));
-        this.fileSystems = new BfoReadFileSystems(conf, this.inFlight);
+        this.fileSystems = new ReadFileSystems(conf, this.inFlight);
     }
 
     /** The next piece in file order, or null when every file was delivered. */
@@ -138,20 +136,9 @@ final class BfoHadoopReads implements AutoCloseable {
         }
     }
 
-    /**
-     * File i opened for reading whole, with what the listing said: its status (length and modification time)
-     * and the same length as an option, and the whole-file read policy, so that an object store skips its
-     * status request (S3A: no HEAD; one GET of the whole object) and reads without range guessing; file
-     * systems that use neither (HDFS: the open asks the NameNode for the block locations anyway) ignore them.
-     */
+    /** File i opened for reading whole, with what the listing said (its length and modification time). */
     private FSDataInputStream open(int i) throws IOException {
-        Path p = new Path(part.path(i));
-        return FutureIO.awaitFuture(fileSystems.get(p).openFile(p)
-                .withFileStatus(new FileStatus(part.lengths[i], false, 1, 0, part.modificationTimes[i], p))
-                .optLong(Options.OpenFileOptions.FS_OPTION_OPENFILE_LENGTH, part.lengths[i])
-                .opt(Options.OpenFileOptions.FS_OPTION_OPENFILE_READ_POLICY,
-                        Options.OpenFileOptions.FS_OPTION_OPENFILE_READ_POLICY_WHOLE_FILE)
-                .build());
+        return fileSystems.open(new Path(part.path(i)), part.lengths[i], part.modificationTimes[i]);
     }
 
     /**

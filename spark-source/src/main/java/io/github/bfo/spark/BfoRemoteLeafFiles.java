@@ -1,17 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 package io.github.bfo.spark;
 
+import io.github.bfo.hadoop.fs.DirectoryWalk;
 import java.io.IOException;
-import java.io.InterruptedIOException;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CompletionService;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorCompletionService;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.ThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.fs.BlockLocation;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
@@ -34,7 +27,8 @@ import org.apache.spark.util.HadoopFSUtils;
  * files in Spark's order (a directory's files, then its subdirectories',
  * depth first).
  *
- * <p>Spark lists a root with more than
+ * <p>Directories are listed {@value #THREADS} at a time
+ * ({@link DirectoryWalk}). Spark lists a root with more than
  * {@code spark.sql.sources.parallelPartitionDiscovery.threshold} (32)
  * subdirectories through a Spark job: a task per directory that deserializes
  * the session's Hadoop configuration, lists one directory and sends the
@@ -66,45 +60,14 @@ final class BfoRemoteLeafFiles {
 
     /** root's leaf files as Spark's listing gives them, or null when Spark must list root itself. */
     static FileStatus[] list(Path root, FileSystem fs, boolean ignoreLocality) {
-        ThreadPoolExecutor pool = new ThreadPoolExecutor(THREADS, THREADS, 1, TimeUnit.SECONDS,
-                new LinkedBlockingQueue<>(), r -> {
-                    Thread t = new Thread(r, "bfo-list");
-                    t.setDaemon(true);
-                    return t;
-                });
         try {
             Dir top = new Dir(root);
-            walk(top, fs, ignoreLocality, pool);
+            DirectoryWalk.walk(List.of(top), THREADS, "bfo-list", d -> listOne(d, fs, ignoreLocality).kids);
             List<FileStatus> out = new ArrayList<>();
             collect(top, out);
             return out.toArray(new FileStatus[0]);
         } catch (IOException | RuntimeException e) {
             return null;
-        } finally {
-            pool.shutdownNow();
-        }
-    }
-
-    /** Lists top and everything below it, a directory per task, until none is pending or one fails. */
-    private static void walk(Dir top, FileSystem fs, boolean ignoreLocality, ExecutorService pool)
-            throws IOException {
-        CompletionService<Dir> done = new ExecutorCompletionService<>(pool);
-        done.submit(() -> listOne(top, fs, ignoreLocality));
-        int pending = 1;
-        try {
-            while (pending > 0) {
-                Dir d = done.take().get();
-                pending--;
-                for (Dir k : d.kids) {
-                    done.submit(() -> listOne(k, fs, ignoreLocality));
-                    pending++;
-                }
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new InterruptedIOException("bfo: interrupted while listing " + top.path);
-        } catch (ExecutionException e) {
-            throw new IOException(e.getCause());
         }
     }
 

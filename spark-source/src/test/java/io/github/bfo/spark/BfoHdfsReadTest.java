@@ -214,9 +214,9 @@ class BfoHdfsReadTest extends SparkTestBase {
 
     /**
      * Many small files, 23 read at once per task: the rows binaryFile gives, and every DataNode connection the
-     * tasks made is kept for the next reads (BfoReadFileSystems: HDFS's own peer cache of 16 closes what
-     * overflows it, and later reads open new connections), so sockets made are the connections kept and one
-     * NameNode connection per task at most.
+     * tasks made is kept for the next reads (bfo-hadoop-fs's ReadFileSystems: HDFS's own peer cache of 16
+     * closes what overflows it, and later reads open new connections), so sockets made are the connections
+     * kept and one NameNode connection per task at most.
      */
     @Test
     void manyFilesKeepTheirConnections() throws Exception {
@@ -237,7 +237,7 @@ class BfoHdfsReadTest extends SparkTestBase {
             int made = CountingSocketFactory.made() - before;
             assertEquals(files, rows.size());
             // an instance in the client context the tasks' readers share
-            org.apache.hadoop.conf.Configuration c = new BfoReadFileSystems(hc, 23).ownConf();
+            org.apache.hadoop.conf.Configuration c = new io.github.bfo.hadoop.fs.ReadFileSystems(hc, 23).ownConf();
             try (FileSystem same = FileSystem.newInstance(java.net.URI.create(dfs.uri()), c)) {
                 int kept = ((org.apache.hadoop.hdfs.DistributedFileSystem) same).getClient().getClientContext()
                         .getPeerCache().size();

@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-package io.github.bfo.hadoop;
+package io.github.bfo.hadoop.fs;
 
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Options;
 import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.util.functional.FutureIO;
 
 import java.io.Closeable;
 import java.io.IOException;
@@ -14,7 +18,9 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
- * The FileSystem a reader opens its files with, looked up once per scheme
+ * The FileSystem a reader opens its files with (Hadoop's BatchTextInputFormat
+ * and BatchFileInputFormat on other file systems than the local one, and
+ * Spark's {@code format("bfo")}), looked up once per scheme
  * and authority ({@code Path.getFileSystem} per file, a current-user lookup
  * and a cache probe, took 12% of the read threads' CPU on HDFS: JFR,
  * benchmark H2).
@@ -31,10 +37,12 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * dfs.client.context}, shared by the readers of the JVM) keeps as many
  * connections as {@link #peerCapacity} reads in flight; it is closed with
  * the reader. Other file systems are Hadoop's cached instances.
+ *
+ * <p>{@link #open} opens a listed file with what the listing said.
  */
-final class ReadFileSystems implements Closeable {
-    static final String PEER_CACHE = "dfs.client.socketcache.capacity";
-    static final String CLIENT_CONTEXT = "dfs.client.context";
+public final class ReadFileSystems implements Closeable {
+    public static final String PEER_CACHE = "dfs.client.socketcache.capacity";
+    public static final String CLIENT_CONTEXT = "dfs.client.context";
 
     private final Configuration conf;
     private final int peers;
@@ -43,7 +51,7 @@ final class ReadFileSystems implements Closeable {
     private volatile boolean closed;
 
     /** readsInFlight: the most files one reader reads at once. */
-    ReadFileSystems(Configuration conf, int readsInFlight) {
+    public ReadFileSystems(Configuration conf, int readsInFlight) {
         this.conf = conf;
         this.peers = peerCapacity(readsInFlight);
     }
@@ -52,13 +60,13 @@ final class ReadFileSystems implements Closeable {
      * The peer cache for the readers of a JVM: a reader's reads in flight times the tasks that may run at
      * once (at least 2, at most one per processor), between HDFS's 16 and 4096.
      */
-    static int peerCapacity(int readsInFlight) {
+    public static int peerCapacity(int readsInFlight) {
         long n = (long) Math.max(1, readsInFlight) * Math.max(2, Runtime.getRuntime().availableProcessors());
         return (int) Math.max(16, Math.min(4096, n));
     }
 
     /** path's file system; the same instance for every path of a scheme and authority. */
-    FileSystem get(Path path) throws IOException {
+    public FileSystem get(Path path) throws IOException {
         if (closed) {
             throw new IOException("bfo: reader closed");
         }
@@ -74,14 +82,29 @@ final class ReadFileSystems implements Closeable {
             }
             fs = bySchemeAuthority.get(key);
             if (fs == null) {
-                fs = open(path);
+                fs = newFileSystem(path);
                 bySchemeAuthority.put(key, fs);
             }
             return fs;
         }
     }
 
-    private FileSystem open(Path path) throws IOException {
+    /**
+     * A listed file opened for reading whole, with what the listing said: its status (length and modification
+     * time) and the same length as an option, and the whole-file read policy, so that an object store skips its
+     * status request (S3A: no HEAD; one GET of the whole object) and reads without range guessing; file systems
+     * that use neither (HDFS: the open asks the NameNode for the block locations anyway) ignore them.
+     */
+    public FSDataInputStream open(Path path, long length, long modificationTime) throws IOException {
+        return FutureIO.awaitFuture(get(path).openFile(path)
+                .withFileStatus(new FileStatus(length, false, 1, 0, modificationTime, path))
+                .optLong(Options.OpenFileOptions.FS_OPTION_OPENFILE_LENGTH, length)
+                .opt(Options.OpenFileOptions.FS_OPTION_OPENFILE_READ_POLICY,
+                        Options.OpenFileOptions.FS_OPTION_OPENFILE_READ_POLICY_WHOLE_FILE)
+                .build());
+    }
+
+    private FileSystem newFileSystem(Path path) throws IOException {
         if (!"hdfs".equalsIgnoreCase(path.toUri().getScheme()) || userSet(PEER_CACHE) || userSet(CLIENT_CONTEXT)) {
             return path.getFileSystem(conf);
         }
@@ -91,7 +114,7 @@ final class ReadFileSystems implements Closeable {
     }
 
     /** The configuration of the hdfs: instances this reader makes: its peer cache, in its client context. */
-    Configuration ownConf() {
+    public Configuration ownConf() {
         Configuration c = new Configuration(conf);
         c.setInt(PEER_CACHE, peers);
         c.set(CLIENT_CONTEXT, "bfo-reads-" + peers);   // a context per capacity: the first client sizes its cache
