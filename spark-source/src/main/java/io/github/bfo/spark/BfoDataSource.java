@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 package io.github.bfo.spark;
 
+import io.github.bfo.spark.write.BfoOutputDir;
+import io.github.bfo.spark.write.BfoWriteProvider;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 package io.github.bfo.spark;
 
+import io.github.bfo.spark.read.BfoPacking;
 import io.github.bfo.BatchFileReader;
 import io.github.bfo.BatchFileWriter;
 import io.github.bfo.LineSplitter;
@@ -109,36 +110,36 @@ public final class BfoOptions implements Serializable {
     static final int DEFAULT_COMMIT_THREADS = 16;
 
     /** How a write's job commit publishes its files on a Hadoop file system. */
-    enum Commit { AUTO, RENAME, MULTIPART }
+    public enum Commit { AUTO, RENAME, MULTIPART }
 
-    final boolean text;
-    final boolean wholeText;
+    public final boolean text;
+    public final boolean wholeText;
     final String lineSep;          // null: \n, \r\n or \r
-    final boolean ignoreCorruptFiles;
-    final boolean ignoreMissingFiles;
-    final boolean nativeListing;
-    final long maxLength;
+    public final boolean ignoreCorruptFiles;
+    public final boolean ignoreMissingFiles;
+    public final boolean nativeListing;
+    public final long maxLength;
     // packing knobs the user set for this read; null when not set (BfoPacking then reads the session conf)
-    final Integer maxFilesPerPartition;
-    final Long maxPartitionBytes;
-    final Long openCostInBytes;
-    final Integer maxPartitionNum;
+    public final Integer maxFilesPerPartition;
+    public final Long maxPartitionBytes;
+    public final Long openCostInBytes;
+    public final Integer maxPartitionNum;
     final BatchFileReader.Engine engine;
     final BatchFileReader.Order order;
     final int windowFiles;
     final long arenaBytes;
     final int queueDepth;
     final int threads;
-    final long largeFile;
-    final int readsInFlight;
-    final long readTimeoutMillis;
-    final BatchFileWriter.Durability durability;
-    final long writeBatchBytes;
-    final int writesInFlight;
-    final Commit commit;
-    final int commitThreads;
+    public final long largeFile;
+    public final int readsInFlight;
+    public final long readTimeoutMillis;
+    public final BatchFileWriter.Durability durability;
+    public final long writeBatchBytes;
+    public final int writesInFlight;
+    public final Commit commit;
+    public final int commitThreads;
 
-    BfoOptions(CaseInsensitiveStringMap o) {
+    public BfoOptions(CaseInsensitiveStringMap o) {
         SQLConf conf = SQLConf.get();
         String format = o.getOrDefault(FORMAT, "binary").toLowerCase(Locale.ROOT);
         switch (format) {
@@ -260,17 +261,17 @@ public final class BfoOptions implements Serializable {
      * sets none (text would take mapreduce.input.linerecordreader.line.maxlength from the session's Hadoop
      * conf; this source does not read it).
      */
-    LineSplitter newLineSplitter() {
+    public LineSplitter newLineSplitter() {
         return new LineSplitter(lineSep == null ? null : lineSep.getBytes(StandardCharsets.UTF_8), Integer.MAX_VALUE);
     }
 
     /** What one partition's read may hold in memory: arenaBytes, 64 MiB by default (bfo-java's arena). */
-    long readMemoryBytes() {
+    public long readMemoryBytes() {
         return arenaBytes > 0 ? arenaBytes : 64L << 20;
     }
 
     /** A reader configured by these options; metadataOnly when no content is needed. */
-    BatchFileReader newReader(boolean metadataOnly) throws java.io.IOException {
+    public BatchFileReader newReader(boolean metadataOnly) throws java.io.IOException {
         BatchFileReader.Builder b = BatchFileReader.builder().engine(engine).order(order).metadataOnly(metadataOnly)
                 .windowFiles(windowFiles).arenaBytes(arenaBytes).queueDepth(queueDepth).threads(threads);
         if (!metadataOnly) {

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+package io.github.bfo.spark.write;
+
+import java.util.SortedMap;
+import java.util.TreeMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.apache.spark.sql.connector.write.WriterCommitMessage;
+
+/**
+ * What a committed task hands to the job commit: its name, the files it
+ * wrote (paths relative to the output directory) and where each is staged:
+ * STAGING/TASK/PATH (the local writer), or STAGING/p-PARTITION/TASK.N (the
+ * Hadoop writer, {@link Staged}); and the job's check of every task's files
+ * together, the same for every destination, before anything is published.
+ */
+final class BfoCommittedFiles implements WriterCommitMessage {
+    private static final long serialVersionUID = 1L;
+    final String taskName;   // in the staging directory
+    final String[] paths;
+    final String[] stagedNames;   // null: STAGING/TASK/PATH; else STAGING/stagedNames[i] holds paths[i]
+    // p-PARTITION/TASK.N, TASK in group 1; compiled once: the driver checks every file of the job
+    private static final Pattern STAGED_NAME = Pattern.compile("p-[0-9]+/([^/]+)\\.[0-9]+");
+
+    /** A file written to the staging directory under name, for path in the output directory. */
+    record Staged(String path, String name) {
+    }
+
+    BfoCommittedFiles(String taskName, String[] paths) {
+        this.taskName = taskName;
+        this.paths = paths;
+        this.stagedNames = null;
+    }
+
+    BfoCommittedFiles(String taskName, Staged[] files) {
+        this.taskName = taskName;
+        this.paths = new String[files.length];
+        this.stagedNames = new String[files.length];
+        for (int i = 0; i < files.length; i++) {
+            paths[i] = files[i].path();
+            stagedNames[i] = files[i].name();
+        }
+    }
+
+    /** Where paths[i] is staged, relative to the staging directory. */
+    private String staged(int i) {
+        if (stagedNames == null) {
+            return taskName + "/" + paths[i];
+        }
+        String n = stagedNames[i];
+        Matcher m = STAGED_NAME.matcher(n);
+        if (!m.matches() || !m.group(1).equals(taskName)) {
+            throw new IllegalArgumentException("bfo write: bad staged file '" + n + "' of " + taskName);
+        }
+        return n;
+    }
+
+    /**
+     * Every committed file: its path in the output directory -> the path, relative to the output directory,
+     * of its staged copy (STAGING/TASK/PATH or STAGING/p-PARTITION/TASK.N); sorted, so that a directory's
+     * files come together. Fails when two rows name the same file or when a file is also another one's
+     * directory ("a" and "a/b").
+     */
+    static SortedMap<String, String> publishPlan(WriterCommitMessage[] messages, String stagingName) {
+        SortedMap<String, String> sources = new TreeMap<>();
+        for (WriterCommitMessage m : messages) {
+            if (m == null) {
+                continue;
+            }
+            BfoCommittedFiles c = (BfoCommittedFiles) m;
+            if (!c.taskName.startsWith("task-") || c.taskName.contains("/")) {
+                throw new IllegalArgumentException("bfo write: bad task directory '" + c.taskName + "'");
+            }
+            if (c.stagedNames != null && c.stagedNames.length != c.paths.length) {
+                throw new IllegalArgumentException("bfo write: bad commit message of " + c.taskName);
+            }
+            for (int i = 0; i < c.paths.length; i++) {
+                String p = c.paths[i];
+                if (sources.put(p, stagingName + "/" + c.staged(i)) != null) {
+                    throw new IllegalArgumentException("bfo write: duplicate path '" + p
+                            + "' in the DataFrame (each row must name a different file); nothing was written");
+                }
+            }
+        }
+        checkNoFileIsADirectory(sources.keySet());
+        return sources;
+    }
+
+    /** Fails when a path is also another one's directory ("a" and "a/b"): nothing of the job is published. */
+    static void checkNoFileIsADirectory(java.util.Set<String> paths) {
+        for (String p : paths) {
+            for (int k = p.indexOf('/'); k > 0; k = p.indexOf('/', k + 1)) {
+                if (paths.contains(p.substring(0, k))) {
+                    throw new IllegalArgumentException("bfo write: path '" + p.substring(0, k)
+                            + "' is both a file and a directory of '" + p + "'; nothing was written");
+                }
+            }
+        }
+    }
+}
