@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 package io.github.bfo.spark;
 
+import io.github.bfo.hadoop.fs.write.WriteOptions;
 import io.github.bfo.spark.read.BfoPacking;
 import io.github.bfo.BatchFileReader;
 import io.github.bfo.BatchFileWriter;
@@ -95,7 +96,7 @@ public final class BfoOptions implements Serializable {
      * uploads) at once; default {@value #DEFAULT_WRITES_IN_FLIGHT} (see spark-source/README.md).
      */
     public static final String WRITES_IN_FLIGHT = "writesInFlight";
-    static final int DEFAULT_WRITES_IN_FLIGHT = 16;
+    static final int DEFAULT_WRITES_IN_FLIGHT = WriteOptions.DEFAULT_WRITES_IN_FLIGHT;
     /**
      * Write to a Hadoop file system other than the local one: how the job commit publishes the files.
      * rename: tasks write under a staging directory, the job commit renames each file into place (every file
@@ -107,10 +108,7 @@ public final class BfoOptions implements Serializable {
     public static final String COMMIT = "commit";
     /** Write: files the job commit publishes at once (renames, or multipart completions). Default 16. */
     public static final String COMMIT_THREADS = "commitThreads";
-    static final int DEFAULT_COMMIT_THREADS = 16;
-
-    /** How a write's job commit publishes its files on a Hadoop file system. */
-    public enum Commit { AUTO, RENAME, MULTIPART }
+    static final int DEFAULT_COMMIT_THREADS = WriteOptions.DEFAULT_COMMIT_THREADS;
 
     public final boolean text;
     public final boolean wholeText;
@@ -133,11 +131,11 @@ public final class BfoOptions implements Serializable {
     public final long largeFile;
     public final int readsInFlight;
     public final long readTimeoutMillis;
-    public final BatchFileWriter.Durability durability;
-    public final long writeBatchBytes;
-    public final int writesInFlight;
-    public final Commit commit;
-    public final int commitThreads;
+    final BatchFileWriter.Durability durability;
+    final long writeBatchBytes;
+    final int writesInFlight;
+    final WriteOptions.Commit commit;
+    final int commitThreads;
 
     public BfoOptions(CaseInsensitiveStringMap o) {
         SQLConf conf = SQLConf.get();
@@ -184,9 +182,9 @@ public final class BfoOptions implements Serializable {
         readsInFlight = (int) Math.min(1024, positive(o, READS_IN_FLIGHT, DEFAULT_READS_IN_FLIGHT));
         readTimeoutMillis = duration(o, READ_TIMEOUT, networkTimeout());
         durability = enumOption(o, DURABILITY, BatchFileWriter.Durability.class, BatchFileWriter.Durability.BATCH);
-        writeBatchBytes = positive(o, WRITE_BATCH_BYTES, 64L << 20);
+        writeBatchBytes = positive(o, WRITE_BATCH_BYTES, WriteOptions.DEFAULT_WRITE_BATCH_BYTES);
         writesInFlight = (int) Math.min(1024, positive(o, WRITES_IN_FLIGHT, DEFAULT_WRITES_IN_FLIGHT));
-        commit = enumOption(o, COMMIT, Commit.class, Commit.AUTO);
+        commit = enumOption(o, COMMIT, WriteOptions.Commit.class, WriteOptions.Commit.AUTO);
         commitThreads = (int) Math.min(1024, positive(o, COMMIT_THREADS, DEFAULT_COMMIT_THREADS));
     }
 
@@ -278,6 +276,12 @@ public final class BfoOptions implements Serializable {
             b.largeFile(Math.max(4096, Math.min(largeFile, readMemoryBytes() / 8)));
         }
         return b.build();
+    }
+
+    /** The write's options, for the write machinery of bfo-hadoop-fs. */
+    public WriteOptions writeOptions() {
+        return new WriteOptions(durability, writeBatchBytes, writesInFlight, commit, commitThreads,
+                "in the DataFrame (each row must name a different file)");
     }
 
     static BfoOptions of(Map<String, String> m) {

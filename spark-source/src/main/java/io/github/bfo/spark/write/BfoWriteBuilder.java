@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 package io.github.bfo.spark.write;
 
+import io.github.bfo.hadoop.fs.write.OutputDir;
 import io.github.bfo.spark.BfoOptions;
+import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
 import org.apache.spark.sql.connector.write.SupportsTruncate;
 import org.apache.spark.sql.connector.write.Write;
@@ -9,13 +11,15 @@ import org.apache.spark.sql.connector.write.WriteBuilder;
 
 /** Append by default; truncate (save mode overwrite) replaces the directory's contents at job commit. */
 final class BfoWriteBuilder implements WriteBuilder, SupportsTruncate {
-    private final BfoOutputDir dir;
+    private final OutputDir dir;
+    private final Configuration conf;
     private final BfoOptions options;
     private final LogicalWriteInfo info;
     private boolean truncate;
 
-    BfoWriteBuilder(BfoOutputDir dir, BfoOptions options, LogicalWriteInfo info) {
+    BfoWriteBuilder(OutputDir dir, Configuration conf, BfoOptions options, LogicalWriteInfo info) {
         this.dir = dir;
+        this.conf = conf;
         this.options = options;
         this.info = info;
     }
@@ -28,6 +32,6 @@ final class BfoWriteBuilder implements WriteBuilder, SupportsTruncate {
 
     @Override
     public Write build() {
-        return dir.newWrite(options, info, truncate);
+        return new BfoWrite(dir, conf, options, info, truncate);
     }
 }

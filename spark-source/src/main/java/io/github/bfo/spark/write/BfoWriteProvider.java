@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 package io.github.bfo.spark.write;
 
+import io.github.bfo.hadoop.fs.write.OutputDir;
 import io.github.bfo.spark.BfoOptions;
 import io.github.bfo.spark.BfoTable;
 import io.github.bfo.spark.ScalaInterop;
@@ -51,16 +52,18 @@ public final class BfoWriteProvider implements TableProvider {
         // the session's Hadoop configuration with the write's options, as Spark's file writers use it
         Configuration conf = ((org.apache.spark.sql.classic.SparkSession) SparkSession.active()).sessionState()
                 .newHadoopConfWithOptions(ScalaInterop.map(properties));
-        return new DirectoryTable(BfoOutputDir.of(dir, conf), new CaseInsensitiveStringMap(properties));
+        return new DirectoryTable(OutputDir.of(dir, conf), conf, new CaseInsensitiveStringMap(properties));
     }
 
     /** The output directory as a V2 table that supports batch append and truncate. */
     static final class DirectoryTable implements SupportsWrite {
-        private final BfoOutputDir dir;
+        private final OutputDir dir;
+        private final Configuration conf;
         private final CaseInsensitiveStringMap options;
 
-        DirectoryTable(BfoOutputDir dir, CaseInsensitiveStringMap options) {
+        DirectoryTable(OutputDir dir, Configuration conf, CaseInsensitiveStringMap options) {
             this.dir = dir;
+            this.conf = conf;
             this.options = options;
         }
 
@@ -81,7 +84,7 @@ public final class BfoWriteProvider implements TableProvider {
 
         @Override
         public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
-            return new BfoWriteBuilder(dir, new BfoOptions(options), info);
+            return new BfoWriteBuilder(dir, conf, new BfoOptions(options), info);
         }
     }
 }

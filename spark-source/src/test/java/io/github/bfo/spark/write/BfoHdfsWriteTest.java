@@ -346,7 +346,7 @@ class BfoHdfsWriteTest extends SparkTestBase {
                     RemoteIterator<LocatedFileStatus> it = lossy.fs().listFiles(new Path(out), true);
                     while (it.hasNext()) {
                         LocatedFileStatus st = it.next();
-                        if (st.getPath().toString().contains(BfoStagedWrite.STAGING_PREFIX)) {
+                        if (st.getPath().toString().contains(io.github.bfo.hadoop.fs.write.OutputPaths.STAGING_PREFIX)) {
                             staged.add(st);
                         }
                     }
@@ -364,7 +364,7 @@ class BfoHdfsWriteTest extends SparkTestBase {
                     "bfoStopDataNodeAt100(id) AS content").write().format("bfo").option("writesInFlight", "1")
                     .save(out);
             assertEquals(100, STAGED_AT_STOP.get(), "rows 0-99 were in the staging directory at the stop");
-            assertTrue(stagingPermission.matches(BfoStagedWrite.STAGING_PREFIX + "\\S+ rwx------"), stagingPermission);
+            assertTrue(stagingPermission.matches(io.github.bfo.hadoop.fs.write.OutputPaths.STAGING_PREFIX + "\\S+ rwx------"), stagingPermission);
             Map<String, String> want = new TreeMap<>();
             for (long id = 0; id < 200; id++) {
                 want.put("d" + id % 5 + "/f" + id, digest(contentOf(id)));

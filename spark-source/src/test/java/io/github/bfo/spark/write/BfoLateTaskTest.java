@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 package io.github.bfo.spark.write;
 
+import io.github.bfo.hadoop.fs.write.OutputDir;
+import io.github.bfo.hadoop.fs.write.OutputPaths;
+import io.github.bfo.hadoop.fs.write.WriteTestHooks;
 import io.github.bfo.spark.BfoOptions;
 import io.github.bfo.spark.SparkTestBase;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -34,13 +37,15 @@ class BfoLateTaskTest {
 
     @AfterEach
     void noHooks() {
-        BfoDataWriter.beforeWriterOpen = () -> { };
-        BfoBatchWrite.afterStagingMoved = () -> { };
+        WriteTestHooks.beforeWriterOpen = () -> { };
+        WriteTestHooks.afterStagingMoved = () -> { };
     }
 
     /** A job on dir whose tasks write every row at once (a batch per row). */
-    static BfoBatchWrite job(Path dir, String queryId) {
-        return new BfoBatchWrite(dir, new BfoOptions(new CaseInsensitiveStringMap(Map.of("writeBatchBytes", "1"))),
+    static BfoWrite job(Path dir, String queryId) {
+        org.apache.hadoop.conf.Configuration conf = new org.apache.hadoop.conf.Configuration();
+        return new BfoWrite(OutputDir.of(dir.toString(), conf), conf,
+                new BfoOptions(new CaseInsensitiveStringMap(Map.of("writeBatchBytes", "1"))),
                 BfoWriteSymlinkTest.info(queryId), false);
     }
 
@@ -68,9 +73,9 @@ class BfoLateTaskTest {
     @Test
     void theJobEndsBeforeTheTasksFirstWrite() throws Exception {
         Path dir = dirWithAFile();
-        BfoBatchWrite job = job(dir, "q1");
+        BfoWrite job = job(dir, "q1");
         DataWriter<InternalRow> task = job.createBatchWriterFactory(null).createWriter(0, 3);
-        BfoDataWriter.beforeWriterOpen = unchecked(() -> job.abort(new WriterCommitMessage[0]));
+        WriteTestHooks.beforeWriterOpen = unchecked(() -> job.abort(new WriterCommitMessage[0]));
         Exception x = assertThrows(IOException.class, () -> task.write(BfoParallelWriteTest.row("a/f")));
         assertTrue(x.toString().contains("_temporary-bfo-q1"), x.toString());
         task.abort();
@@ -87,11 +92,11 @@ class BfoLateTaskTest {
     @Test
     void theJobEndsWhileTheTaskWrites() throws Exception {
         Path dir = dirWithAFile();
-        BfoBatchWrite job = job(dir, "q2");
+        BfoWrite job = job(dir, "q2");
         DataWriter<InternalRow> task = job.createBatchWriterFactory(null).createWriter(0, 4);
         task.write(BfoParallelWriteTest.row("a/early"));
-        Path removed = dir.resolve(BfoStagedWrite.removedName("_temporary-bfo-q2"));
-        BfoBatchWrite.afterStagingMoved = unchecked(() -> {
+        Path removed = dir.resolve(OutputPaths.removedName("_temporary-bfo-q2"));
+        WriteTestHooks.afterStagingMoved = unchecked(() -> {
             task.write(BfoParallelWriteTest.row("a/late"));
             assertEquals("data a/late", Files.readString(removed.resolve("task-0-4/a/late")),
                     "the late file landed in the renamed directory");

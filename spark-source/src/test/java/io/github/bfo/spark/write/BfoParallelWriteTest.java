@@ -24,7 +24,6 @@ import org.apache.spark.sql.connector.write.DataWriter;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import org.apache.spark.unsafe.types.UTF8String;
-import org.apache.spark.util.SerializableConfiguration;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -97,8 +96,8 @@ class BfoParallelWriteTest extends SparkTestBase {
     static List<String> lateTaskAfterAbort(String dir, String queryId, String writesInFlight) throws Exception {
         org.apache.hadoop.fs.Path d = new org.apache.hadoop.fs.Path(dir);
         BfoOptions options = new BfoOptions(new CaseInsensitiveStringMap(Map.of("writesInFlight", writesInFlight)));
-        BfoHadoopBatchWrite job = new BfoHadoopBatchWrite(d,
-                new SerializableConfiguration(spark.sparkContext().hadoopConfiguration()), options,
+        org.apache.hadoop.conf.Configuration conf = spark.sparkContext().hadoopConfiguration();
+        BfoWrite job = new BfoWrite(io.github.bfo.hadoop.fs.write.OutputDir.of(dir, conf), conf, options,
                 BfoWriteSymlinkTest.info(queryId), false);
         DataWriter<InternalRow> task = job.createBatchWriterFactory(() -> 2).createWriter(1, 7);
         task.write(row("a/early"));

@@ -239,7 +239,7 @@ class BfoS3WriteTest extends SparkTestBase {
             List<String> pending = s3.pendingUploads(key(out));
             assertEquals(purge.equals("true") ? List.of(lost, lost) : List.of(lost), pending);
             files(1, "f" + purge, b(purge)).write().format("bfo").mode("append")
-                    .option(BfoUploadWrite.ABORT_PENDING, purge).save(out);
+                    .option(io.github.bfo.hadoop.fs.write.OutputDir.ABORT_PENDING_UPLOADS, purge).save(out);
             assertEquals(purge.equals("true") ? List.of() : pending, s3.pendingUploads(key(out)), purge);
         }
         assertEquals(List.of("ffalse", "ftrue"), names(out).stream().filter(n -> n.startsWith("f")).toList());

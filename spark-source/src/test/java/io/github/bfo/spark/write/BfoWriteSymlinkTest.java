@@ -115,7 +115,7 @@ class BfoWriteSymlinkTest extends SparkTestBase {
     }
 
     /** Tasks write, then the other user plants links before the job commit. */
-    WriterCommitMessage[] runTasks(BfoBatchWrite w, String... paths) throws Exception {
+    WriterCommitMessage[] runTasks(BfoWrite w, String... paths) throws Exception {
         var f = w.createBatchWriterFactory(null);
         DataWriter<InternalRow> t = f.createWriter(0, 1);
         for (String p : paths) {
@@ -126,8 +126,10 @@ class BfoWriteSymlinkTest extends SparkTestBase {
         return new WriterCommitMessage[] {m};
     }
 
-    BfoBatchWrite batch(Path dir, String qid, boolean truncate) {
-        return new BfoBatchWrite(dir, new BfoOptions(CaseInsensitiveStringMap.empty()), info(qid), truncate);
+    BfoWrite batch(Path dir, String qid, boolean truncate) {
+        org.apache.hadoop.conf.Configuration conf = new org.apache.hadoop.conf.Configuration();
+        return new BfoWrite(io.github.bfo.hadoop.fs.write.OutputDir.of(dir.toString(), conf), conf,
+                new BfoOptions(CaseInsensitiveStringMap.empty()), info(qid), truncate);
     }
 
     @Test
@@ -137,7 +139,7 @@ class BfoWriteSymlinkTest extends SparkTestBase {
         Path dir = Files.createDirectories(tmp.resolve("dir"));
 
         // append: a link at a partition directory between the tasks and the job commit
-        BfoBatchWrite w = batch(dir, "q1", false);
+        BfoWrite w = batch(dir, "q1", false);
         WriterCommitMessage[] ms = runTasks(w, "p/a.txt", "z.txt");
         Files.createSymbolicLink(dir.resolve("p"), out);
         Exception x = assertThrows(Exception.class, () -> w.commit(ms));
@@ -147,9 +149,9 @@ class BfoWriteSymlinkTest extends SparkTestBase {
         Files.delete(dir.resolve("p"));
 
         // the staging directory swapped for a link to a copy outside: refused, the copy untouched
-        BfoBatchWrite w2 = batch(dir, "q2", false);
+        BfoWrite w2 = batch(dir, "q2", false);
         WriterCommitMessage[] ms2 = runTasks(w2, "s/b.txt");
-        Path staging = dir.resolve(BfoStagedWrite.STAGING_PREFIX + "q2");
+        Path staging = dir.resolve(io.github.bfo.hadoop.fs.write.OutputPaths.STAGING_PREFIX + "q2");
         Path moved = tmp.resolve("moved-staging");
         Files.move(staging, moved);
         Path fake = Files.createDirectories(out.resolve("fake/task-0-1/s"));
@@ -164,16 +166,16 @@ class BfoWriteSymlinkTest extends SparkTestBase {
         Files.delete(staging);
 
         // the staging location is predictable to whoever knows the query id: a link there fails the job
-        Files.createSymbolicLink(dir.resolve(BfoStagedWrite.STAGING_PREFIX + "q3"), out);
-        BfoBatchWrite w3 = batch(dir, "q3", false);
+        Files.createSymbolicLink(dir.resolve(io.github.bfo.hadoop.fs.write.OutputPaths.STAGING_PREFIX + "q3"), out);
+        BfoWrite w3 = batch(dir, "q3", false);
         assertThrows(Exception.class, () -> w3.createBatchWriterFactory(null));
         assertEquals(before2, snapshot(out));
 
         // overwrite: a link planted deep inside a directory that the job replaces is removed, not followed
-        Files.delete(dir.resolve(BfoStagedWrite.STAGING_PREFIX + "q3"));
+        Files.delete(dir.resolve(io.github.bfo.hadoop.fs.write.OutputPaths.STAGING_PREFIX + "q3"));
         Files.createDirectories(dir.resolve("d"));
         Files.createSymbolicLink(dir.resolve("d/l"), out);
-        BfoBatchWrite w4 = batch(dir, "q4", true);
+        BfoWrite w4 = batch(dir, "q4", true);
         WriterCommitMessage[] ms4 = runTasks(w4, "d/l/c.txt");
         w4.commit(ms4);
         assertEquals(before2, snapshot(out));

@@ -27,7 +27,7 @@ public final class LateCreateFileSystem extends FailingCreateFileSystem {
 
     @Override
     public boolean delete(Path p, boolean recursive) throws IOException {
-        boolean staging = p.getName().startsWith(BfoStagedWrite.STAGING_PREFIX) && !p.getName().contains("-removed-");
+        boolean staging = p.getName().startsWith(io.github.bfo.hadoop.fs.write.OutputPaths.STAGING_PREFIX) && !p.getName().contains("-removed-");
         if (!recursive || !staging || raced.get() > 0) {
             return super.delete(p, recursive);
         }

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-package io.github.bfo.spark.write;
+package io.github.bfo.hadoop.fs.write;
 
-import io.github.bfo.spark.BfoOptions;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.FileAlreadyExistsException;
@@ -9,24 +8,21 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.SortedMap;
+import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileContext;
+import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Options;
 import org.apache.hadoop.fs.UnsupportedFileSystemException;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.permission.FsPermission;
-import org.apache.spark.sql.connector.write.DataWriterFactory;
-import org.apache.spark.sql.connector.write.LogicalWriteInfo;
-import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
-import org.apache.spark.util.SerializableConfiguration;
 
 /**
  * The job side of the commit protocol on a Hadoop file system other than
- * the local one: the protocol of {@link BfoBatchWrite}, through
+ * the local one: the protocol of {@link LocalJob}, through
  * {@link FileSystem} calls. Tasks write their files under
- * DIR/_temporary-bfo-QUERYID/TASK/; a task commit (arbitrated by Spark's
- * output commit coordinator) reports them; the job commit checks the whole
- * set ({@link BfoCommittedFiles}), and in append mode that no file is there
+ * DIR/_temporary-bfo-ID/p-PARTITION/; a task commit reports them; the job commit checks the whole
+ * set ({@link StagedFiles}), and in append mode that no file is there
  * already and no directory the files go into is a file, or in truncate
  * mode removes everything in DIR but the staging directory; then it
  * publishes every file with a rename, {@code commitThreads} at a time, and
@@ -39,38 +35,42 @@ import org.apache.spark.util.SerializableConfiguration;
  * job when anything (a file, or a directory the file would land inside)
  * appeared at the name after the check.
  */
-final class BfoHadoopBatchWrite extends BfoStagedWrite {
+final class StreamJob extends StagedJob {
     // other users of DIR cannot add to or change the staged files before they are published (where the file
     // system has permissions), as with the local writer's owner-only staging directory
     private static final FsPermission STAGING_PERMISSION = FsPermission.createImmutable((short) 0700);
 
     private final Path dir;
-    private final SerializableConfiguration conf;
+    private final Configuration conf;
     private final Path staging;
 
-    BfoHadoopBatchWrite(Path dir, SerializableConfiguration conf, BfoOptions options, LogicalWriteInfo info,
-                        boolean truncate) {
-        super(options, info, truncate);
+    StreamJob(Path dir, Configuration conf, WriteOptions options, boolean truncate, String stagingName) {
+        super(options, truncate, stagingName);
         this.dir = dir;
         this.conf = conf;
         this.staging = new Path(dir, stagingName);
     }
 
     @Override
-    String dirName() {
+    public String dirName() {
         return dir.toString();
     }
 
     private FileSystem fs() {
-        return BfoHadoopDir.fileSystem(dir, conf.value());
+        return HadoopOutputDir.fileSystem(dir, conf);
     }
 
     private Path child(String rel) {
-        return BfoHadoopTree.child(dir, rel);
+        return HadoopTree.child(dir, rel);
     }
 
     @Override
-    public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
+    public TaskSetup taskSetup() {
+        return new TaskSetup(TaskSetup.Kind.STREAMS, dir.toString(), stagingName, null, options);
+    }
+
+    @Override
+    public TaskSetup setup(int partitions) throws IOException {
         FileSystem fs = fs();
         try {
             if (!fs.mkdirs(dir)) {
@@ -82,22 +82,22 @@ final class BfoHadoopBatchWrite extends BfoStagedWrite {
             if (!fs.mkdirs(staging, STAGING_PERMISSION)) {
                 throw new IOException("mkdirs returned false");
             }
-            makePartitionDirs(fs, info.numPartitions());
+            makePartitionDirs(fs, partitions);
         } catch (IOException e) {
-            throw new UncheckedIOException("bfo write: cannot create the staging directory " + staging + ": " + e, e);
+            throw new IOException("bfo write: cannot create the staging directory " + staging + ": " + e, e);
         }
-        return new BfoHadoopDataWriterFactory(dir.toString(), stagingName, conf, options, schema);
+        return taskSetup();
     }
 
     /**
-     * One directory per partition, for its attempts' files ({@link BfoHadoopDataWriter#partitionDir}): made
+     * One directory per partition, for its attempts' files ({@link StreamTask#partitionDir}): made
      * here because tasks make no directory, and so that no directory holds more than one task's files (HDFS
      * refuses more than dfs.namenode.fs-limits.max-directory-items, 1,048,576 by default, in one directory).
      */
     private void makePartitionDirs(FileSystem fs, int partitions) throws IOException {
         List<Path> dirs = new ArrayList<>();
         for (int p = 0; p < partitions; p++) {
-            dirs.add(new Path(staging, BfoHadoopDataWriter.partitionDir(p)));
+            dirs.add(new Path(staging, StreamTask.partitionDir(p)));
         }
         mkdirs(fs, dirs, STAGING_PERMISSION);
     }
@@ -107,7 +107,7 @@ final class BfoHadoopBatchWrite extends BfoStagedWrite {
      * the file system's own default (mkdirs(Path): the local disk applies the umask there).
      */
     private void mkdirs(FileSystem fs, List<Path> dirs, FsPermission permission) throws IOException {
-        try (BfoWritePool<Void> mk = new BfoWritePool<>(options.commitThreads, Long.MAX_VALUE, "bfo-commit")) {
+        try (WritePool<Void> mk = new WritePool<>(options.commitThreads(), Long.MAX_VALUE, "bfo-commit")) {
             for (Path d : dirs) {
                 mk.submit(0, () -> {
                     if (!(permission == null ? fs.mkdirs(d) : fs.mkdirs(d, permission))) {
@@ -132,9 +132,9 @@ final class BfoHadoopBatchWrite extends BfoStagedWrite {
             throw new IOException(staging + " is not the job's staging directory");
         }
         if (truncate) {
-            BfoHadoopTree.clear(fs, dir, stagingName);
+            HadoopTree.clear(fs, dir, stagingName);
         } else {
-            BfoHadoopTree.checkFree(fs, dir, sources.keySet());
+            HadoopTree.checkFree(fs, dir, sources.keySet());
         }
         FileContext fc = fileContext(fs);
         // the deepest directories only: mkdirs makes their parents
@@ -155,7 +155,7 @@ final class BfoHadoopBatchWrite extends BfoStagedWrite {
             deepest.add(child(d));
         }
         mkdirs(fs, deepest, null);
-        try (BfoWritePool<Void> renames = new BfoWritePool<>(options.commitThreads, Long.MAX_VALUE, "bfo-commit")) {
+        try (WritePool<Void> renames = new WritePool<>(options.commitThreads(), Long.MAX_VALUE, "bfo-commit")) {
             for (Map.Entry<String, String> e : sources.entrySet()) {
                 Path src = child(e.getValue());
                 Path dst = child(e.getKey());
@@ -211,7 +211,7 @@ final class BfoHadoopBatchWrite extends BfoStagedWrite {
             if (!fs.exists(staging)) {
                 return;
             }
-            Path away = new Path(dir, removedName(stagingName) + "-" + java.util.UUID.randomUUID());
+            Path away = new Path(dir, OutputPaths.removedName(stagingName) + "-" + java.util.UUID.randomUUID());
             if (!fs.rename(staging, away)) {
                 throw new IOException("cannot rename it to " + away);
             }
@@ -224,6 +224,36 @@ final class BfoHadoopBatchWrite extends BfoStagedWrite {
             }
         } catch (IOException e) {
             throw new UncheckedIOException("bfo write: cannot remove " + staging + ": " + e, e);
+        }
+    }
+
+    /**
+     * The attempt's files in its partition's directory (p-PARTITION/ATTEMPT.N): those its report names and any
+     * it made before it could report (a listing of the directory), deleted writesInFlight at a time.
+     */
+    @Override
+    public void abortAttempt(int partition, String attempt, TaskFiles report) throws IOException {
+        FileSystem fs = fs();
+        Path part = new Path(staging, StreamTask.partitionDir(partition));
+        String prefix = OutputPaths.checkAttempt(attempt) + ".";
+        List<Path> doomed = new ArrayList<>();
+        try {
+            for (FileStatus st : fs.listStatus(part)) {
+                if (st.getPath().getName().startsWith(prefix)) {
+                    doomed.add(st.getPath());
+                }
+            }
+        } catch (java.io.FileNotFoundException e) {
+            return;   // the job has ended: its staging directory is gone
+        }
+        try (WritePool<Void> deletes = new WritePool<>(options.writesInFlight(), Long.MAX_VALUE, "bfo-hadoop-abort")) {
+            for (Path p : doomed) {
+                deletes.submit(0, () -> {
+                    fs.delete(p, false);
+                    return null;
+                });
+            }
+            deletes.finish();
         }
     }
 }

@@ -1,26 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-package io.github.bfo.spark.write;
+package io.github.bfo.hadoop.fs.write;
 
-import io.github.bfo.spark.BfoOptions;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
-import org.apache.spark.sql.connector.write.LogicalWriteInfo;
-import org.apache.spark.sql.connector.write.Write;
-import org.apache.spark.util.SerializableConfiguration;
 
 /**
  * An output directory on a Hadoop file system other than the local one
  * (hdfs:, s3a:, abfs:, viewfs: ...): written through its FileSystem API
- * ({@link BfoHadoopBatchWrite}), with the session's Hadoop configuration.
+ * ({@link StreamJob}, or {@link UploadJob}), with the job's Hadoop
+ * configuration.
  */
-final class BfoHadoopDir implements BfoOutputDir {
+final class HadoopOutputDir implements OutputDir {
     private final Path dir;
     private final Configuration conf;
 
-    BfoHadoopDir(Path dir, Configuration conf) {
+    HadoopOutputDir(Path dir, Configuration conf) {
         this.dir = dir;
         this.conf = conf;
     }
@@ -75,35 +72,34 @@ final class BfoHadoopDir implements BfoOutputDir {
     }
 
     /**
-     * rename (a staging directory, renamed into place at the job commit) or multipart (pending uploads,
-     * completed at the job commit: {@link BfoUploadWrite}); auto takes multipart where the file system says
-     * its own multipart uploads are enabled (S3A), where a rename is a copy.
+     * rename (a staging directory, renamed into place at the job commit: {@link StreamJob}) or multipart
+     * (pending uploads, completed at the job commit: {@link UploadJob}); auto takes multipart where the file
+     * system says its own multipart uploads are enabled (S3A), where a rename is a copy.
      */
     @Override
-    public Write newWrite(BfoOptions options, LogicalWriteInfo info, boolean truncate) {
-        SerializableConfiguration c = new SerializableConfiguration(conf);
-        return multipart(options) ? new BfoUploadWrite(dir, c, options, info, truncate)
-                : new BfoHadoopBatchWrite(dir, c, options, info, truncate);
+    public OutputJob newJob(String stagingName, WriteOptions options, boolean truncate) {
+        return multipart(options) ? new UploadJob(dir, conf, options, truncate, stagingName)
+                : new StreamJob(dir, conf, options, truncate, stagingName);
     }
 
     /** S3A's path capability "multipart uploads enabled" (fs.s3a.multipart.uploads.enabled, true by default). */
     static final String S3A_MULTIPART = "fs.s3a.capability.multipart.uploads.enabled";
 
-    private boolean multipart(BfoOptions options) {
-        if (options.commit == BfoOptions.Commit.RENAME) {
+    private boolean multipart(WriteOptions options) {
+        if (options.commit() == WriteOptions.Commit.RENAME) {
             return false;
         }
         FileSystem fs = fileSystem(dir, conf);
         boolean can;
         try {
             can = fs.hasPathCapability(dir, org.apache.hadoop.fs.CommonPathCapabilities.FS_MULTIPART_UPLOADER);
-            if (options.commit == BfoOptions.Commit.AUTO) {
+            if (options.commit() == WriteOptions.Commit.AUTO) {
                 can = can && fs.hasPathCapability(dir, S3A_MULTIPART);
             }
         } catch (IOException e) {
             throw unreachable(dir, conf, e);
         }
-        if (!can && options.commit == BfoOptions.Commit.MULTIPART) {
+        if (!can && options.commit() == WriteOptions.Commit.MULTIPART) {
             throw new IllegalArgumentException("bfo write: commit=multipart, but " + fs.getUri()
                     + " has no multipart uploader for " + dir);
         }

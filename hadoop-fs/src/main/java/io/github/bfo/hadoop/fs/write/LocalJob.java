@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-package io.github.bfo.spark.write;
+package io.github.bfo.hadoop.fs.write;
 
-import io.github.bfo.spark.BfoOptions;
 import io.github.bfo.DestinationTree;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -9,15 +8,13 @@ import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.SortedMap;
-import org.apache.spark.sql.connector.write.DataWriterFactory;
-import org.apache.spark.sql.connector.write.LogicalWriteInfo;
-import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The commit protocol of {@link BfoStagedWrite} on the local file system:
+ * The commit protocol of {@link StagedJob} on the local file system:
  * tasks write their files with BFO batch writes; the job commit publishes
  * each with a rename.
  *
@@ -27,27 +24,27 @@ import org.slf4j.LoggerFactory;
  * open, reached without following a symbolic link). A link in the way fails
  * the job with an IOException naming it; nothing outside DIR is touched.
  */
-final class BfoBatchWrite extends BfoStagedWrite {
-    private static final Logger LOG = LoggerFactory.getLogger(BfoBatchWrite.class);
+final class LocalJob extends StagedJob {
+    private static final Logger LOG = LoggerFactory.getLogger(LocalJob.class);
 
     private final Path dir;
     private final Path staging;
-    private DestinationTree tree;       // DIR, held open from the factory to commit or abort
-    private String stagingKey;
+    private DestinationTree tree;       // DIR, held open from the setup to commit or abort
+    private String stagingKey;          // null: a job set up elsewhere (checked owner-only, not by identity)
 
-    BfoBatchWrite(Path dir, BfoOptions options, LogicalWriteInfo info, boolean truncate) {
-        super(options, info, truncate);
+    LocalJob(Path dir, WriteOptions options, boolean truncate, String stagingName) {
+        super(options, truncate, stagingName);
         this.dir = dir;
         this.staging = dir.resolve(stagingName);
     }
 
     @Override
-    String dirName() {
+    public String dirName() {
         return dir.toString();
     }
 
     @Override
-    public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
+    public TaskSetup setup(int partitions) throws IOException {
         try {
             Files.createDirectories(dir);   // DIR itself: the caller's path
             closeTree();
@@ -55,17 +52,28 @@ final class BfoBatchWrite extends BfoStagedWrite {
             stagingKey = tree.createPrivateDir(stagingName);
         } catch (IOException e) {
             closeTree();
-            throw new UncheckedIOException("bfo write: cannot create the staging directory " + staging + ": " + e, e);
+            throw new IOException("bfo write: cannot create the staging directory " + staging + ": " + e, e);
         }
-        return new BfoDataWriterFactory(dir.toString(), stagingName, stagingKey, options, schema);
+        return taskSetup();
+    }
+
+    @Override
+    public TaskSetup taskSetup() {
+        return new TaskSetup(TaskSetup.Kind.LOCAL, dir.toString(), stagingName, stagingKey, options);
+    }
+
+    /** DIR, held open; opened here for a job set up elsewhere (a committer made again). */
+    private DestinationTree tree() throws IOException {
+        if (tree == null) {
+            tree = DestinationTree.open(dir);
+        }
+        return tree;
     }
 
     @Override
     void publish(SortedMap<String, String> sources) throws IOException {
-        if (tree == null) {
-            throw new IOException("bfo write: the job was not set up (no staging directory)");
-        }
-        // the staging directory the driver made, not one put in its place
+        DestinationTree tree = tree();
+        // the staging directory the job made, not one put in its place
         tree.checkPrivateDir(stagingName, stagingKey);
         if (truncate) {
             clearExceptStaging();
@@ -92,6 +100,7 @@ final class BfoBatchWrite extends BfoStagedWrite {
     }
 
     private void clearExceptStaging() throws IOException {
+        DestinationTree tree = tree();
         for (String name : tree.list("")) {
             if (!name.equals(stagingName)) {
                 tree.deleteTree(name);
@@ -99,35 +108,33 @@ final class BfoBatchWrite extends BfoStagedWrite {
         }
     }
 
-    /** Test hook: runs between the move of the staging directory and its removal. */
-    static volatile Runnable afterStagingMoved = () -> { };
-
     /**
      * Never through a link: only the directory this job made, checked by its key. Tasks may still be writing
      * into it (Spark aborts a job without waiting for its other tasks, and a speculative attempt can outlive
      * a commit), through descriptors held inside it: a removal that walks the tree can then meet a file made
-     * after it listed a directory and fail. So the directory is first renamed ({@link #removedName}): a
+     * after it listed a directory and fail. So the directory is first renamed ({@link OutputPaths#removedName}): a
      * task's next check of the staging directory fails, its abort removes the renamed directory, and the
      * last of them to stop writing removes it whole; then it is removed here, as far as no task is writing.
      */
     @Override
     void deleteStaging() {
-        if (tree == null) {
-            return;
-        }
         try {
+            if (!Files.isDirectory(dir)) {
+                return;
+            }
+            DestinationTree tree = tree();
             if (!tree.exists(stagingName)) {
                 return;
             }
             tree.checkPrivateDir(stagingName, stagingKey);
-            String gone = removedName(stagingName);
+            String gone = OutputPaths.removedName(stagingName);
             try {
                 tree.move(stagingName, gone);
             } catch (IOException e) {
                 LOG.warn("bfo write: cannot rename {} to {} ({}); removing it in place", staging, gone, e.toString());
                 gone = stagingName;
             }
-            afterStagingMoved.run();
+            WriteTestHooks.afterStagingMoved.run();
             try {
                 tree.deleteTree(gone);
             } catch (DirectoryNotEmptyException e) {
@@ -141,6 +148,11 @@ final class BfoBatchWrite extends BfoStagedWrite {
     @Override
     void release() {
         closeTree();
+    }
+
+    @Override
+    public void abortAttempt(int partition, String attempt, TaskFiles report) throws IOException {
+        LocalTask.removeAttempt(dir, stagingName, stagingKey, attempt);
     }
 
     private void closeTree() {
@@ -158,7 +170,7 @@ final class BfoBatchWrite extends BfoStagedWrite {
      * Removes name in parent and everything beneath it, never following a
      * symbolic link (a link is removed, not its target); nothing when missing.
      */
-    static void deleteTree(Path parent, String name) {
+    public static void deleteTree(Path parent, String name) {
         try (DestinationTree t = DestinationTree.open(parent)) {
             t.deleteTree(name);
         } catch (java.nio.file.NoSuchFileException e) {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-package io.github.bfo.spark.write;
+package io.github.bfo.hadoop.fs.write;
 
 import java.io.IOException;
 import java.io.InterruptedIOException;
@@ -25,9 +25,9 @@ import java.util.concurrent.TimeUnit;
  *
  * @param <R> what one file's write returns
  */
-final class BfoWritePool<R> implements AutoCloseable {
+public final class WritePool<R> implements AutoCloseable {
     /** One file's write. */
-    interface Job<R> {
+    public interface Job<R> {
         R run() throws IOException;
     }
 
@@ -41,7 +41,7 @@ final class BfoWritePool<R> implements AutoCloseable {
     private long bytes;
     private IOException failure;
 
-    BfoWritePool(int inFlight, long maxBytes, String threadName) {
+    public WritePool(int inFlight, long maxBytes, String threadName) {
         this.inFlight = Math.max(1, inFlight);
         this.maxBytes = Math.max(1, maxBytes);
         this.threadName = threadName;
@@ -51,7 +51,7 @@ final class BfoWritePool<R> implements AutoCloseable {
      * Starts job, a write of size bytes, once the bounds allow; throws the first failure of an earlier write
      * instead. With one write in flight, job runs here, on the task's thread.
      */
-    void submit(long size, Job<R> job) throws IOException {
+    public void submit(long size, Job<R> job) throws IOException {
         if (inFlight == 1) {
             R r = job.run();
             synchronized (lock) {
@@ -107,7 +107,7 @@ final class BfoWritePool<R> implements AutoCloseable {
     }
 
     /** Waits for every write; their results, or the first failure. */
-    List<R> finish() throws IOException {
+    public List<R> finish() throws IOException {
         awaitIdle();
         synchronized (lock) {
             if (failure != null) {
@@ -118,7 +118,7 @@ final class BfoWritePool<R> implements AutoCloseable {
     }
 
     /** Waits for the writes running (none is left half done), and returns what completed, for its undoing. */
-    List<R> cancel() {
+    public List<R> cancel() {
         try {
             awaitIdle();
         } catch (InterruptedIOException e) {

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-package io.github.bfo.spark.write;
+package io.github.bfo.hadoop.fs.write;
 
-import io.github.bfo.spark.BfoOptions;
 import io.github.bfo.BatchFileWriter;
 import java.io.IOException;
 import java.util.EnumSet;
@@ -16,35 +15,35 @@ import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.StreamCapabilities;
 import org.apache.hadoop.fs.permission.FsPermission;
 import org.apache.hadoop.util.Progressable;
-import org.apache.spark.sql.catalyst.InternalRow;
-import org.apache.spark.sql.connector.write.DataWriter;
-import org.apache.spark.sql.connector.write.WriterCommitMessage;
-import org.apache.spark.sql.types.StructType;
 
 /**
- * One task attempt on a Hadoop file system: each row becomes a file in its
+ * One task attempt on a Hadoop file system: each file goes to its
  * partition's directory of the staging area, named after the attempt and
- * the row's number (p-PARTITION/TASK.N), created with overwrite=false
+ * the file's number (p-PARTITION/TASK.N), created with overwrite=false
  * (nothing there is replaced), written and closed, up to
- * {@code writesInFlight} files at once ({@link BfoWritePool}: each file
+ * {@code writesInFlight} files at once ({@link WritePool}: each file
  * costs round trips that a task writing one after another waits out in
  * turn); what a file is worth after close() is what that file system's
  * close() promises (on HDFS: acknowledged by every DataNode of its
  * pipeline). Durability each also hsyncs every file before closing it,
- * where its stream can. Commit waits for every file and reports them;
- * abort waits for those being written and removes the files it made.
+ * where its stream can. A file given a mode or a modification time gets
+ * them after its close (setPermission, setTimes: what a caller of
+ * FileSystem.create would do; a rename keeps them). Commit waits for every
+ * file and reports them; abort waits for those being written and removes
+ * the files it made.
  *
- * <p>A task can still be running when its job is aborted (Spark kills the
- * other attempts without waiting for them) and the driver has removed the
- * staging directory. Its files are therefore created with
- * createNonRecursive, in a directory the driver made: a create after the
+ * <p>A task can still be running when its job is aborted (Spark aborts a
+ * job without waiting for its other attempts; a MapReduce attempt can
+ * outlive its job's end) and the job has removed the staging directory.
+ * Its files are therefore created with createNonRecursive, in a directory
+ * the job made: a create after the
  * removal fails instead of making the staging directory again (create()
  * makes missing parents, and a directory of the attempt's own would need a
  * mkdirs, which does too). On a file system without createNonRecursive, the
  * staging directory is checked before each create instead, which narrows
  * that window without closing it.
  */
-final class BfoHadoopDataWriter implements DataWriter<InternalRow> {
+final class StreamTask extends OutputTask {
     private final Path dir;
     private final Path staging;
     private final String taskName;
@@ -52,49 +51,51 @@ final class BfoHadoopDataWriter implements DataWriter<InternalRow> {
     private final Configuration conf;
     private final boolean hsync;
     private final int writesInFlight;
-    private final BfoWriteRows rows;
-    private final BfoWritePool<BfoCommittedFiles.Staged> pool;
+    private final WritePool<StagedFiles.Staged> pool;
     private final Queue<Path> created = new ConcurrentLinkedQueue<>();   // for abort to remove
     private FileSystem fs;
     private boolean nonRecursive;
     private int submitted;
 
-    BfoHadoopDataWriter(Path dir, String stagingName, int partition, String taskName, Configuration conf,
-                        BfoOptions options, StructType schema) {
+    StreamTask(Path dir, String stagingName, int partition, String taskName, Configuration conf,
+               WriteOptions options) {
+        super(options);
         this.dir = dir;
         this.staging = new Path(dir, stagingName);
-        this.taskName = taskName;
+        this.taskName = OutputPaths.checkAttempt(taskName);
         this.partitionDir = partitionDir(partition);
         this.conf = conf;
-        this.hsync = options.durability == BatchFileWriter.Durability.EACH;
-        this.writesInFlight = options.writesInFlight;
-        this.rows = new BfoWriteRows(schema);
-        this.pool = new BfoWritePool<>(options.writesInFlight, options.writeBatchBytes, "bfo-hadoop-write");
+        this.hsync = options.durability() == BatchFileWriter.Durability.EACH;
+        this.writesInFlight = options.writesInFlight();
+        this.pool = new WritePool<>(options.writesInFlight(), options.writeBatchBytes(), "bfo-hadoop-write");
     }
 
     @Override
-    public void write(InternalRow row) throws IOException {
-        String path = rows.path(row);
-        byte[] content = rows.content(row);
+    void put(String path, byte[] content, int mode, long modificationTime) throws IOException {
         if (fs == null) {
-            fs = BfoHadoopDir.fileSystem(dir, conf);
+            fs = HadoopOutputDir.fileSystem(dir, conf);
             nonRecursive = hasCreateNonRecursive(fs);
             checkStaging();
         }
-        String name = partitionDir + "/" + taskName + "." + submitted++;
+        String name = stagedName(partitionDir, taskName, submitted++);
         Path file = new Path(staging, name);
         FileSystem target = fs;
         pool.submit(content.length, () -> {
             try {
-                writeFile(target, file, content);
+                writeFile(target, file, content, mode, modificationTime);
             } catch (IOException e) {
                 throw new IOException("bfo write: cannot write '" + path + "' (" + file + "): " + e, e);
             }
-            return new BfoCommittedFiles.Staged(path, name);
+            return new StagedFiles.Staged(path, name);
         });
     }
 
-    /** The directory of a partition's attempts in the staging area (made by the driver). */
+    /** The staged name of an attempt's n-th file, relative to the staging directory. */
+    static String stagedName(String partitionDir, String taskName, int n) {
+        return partitionDir + "/" + taskName + "." + n;
+    }
+
+    /** The directory of a partition's attempts in the staging area (made by the job). */
     static String partitionDir(int partition) {
         return "p-" + partition;
     }
@@ -121,7 +122,8 @@ final class BfoHadoopDataWriter implements DataWriter<InternalRow> {
         return target.create(file, false);
     }
 
-    private void writeFile(FileSystem target, Path file, byte[] content) throws IOException {
+    private void writeFile(FileSystem target, Path file, byte[] content, int mode, long modificationTime)
+            throws IOException {
         FSDataOutputStream out = create(target, file);
         created.add(file);
         boolean closed = false;
@@ -132,6 +134,12 @@ final class BfoHadoopDataWriter implements DataWriter<InternalRow> {
             }
             closed = true;
             out.close();
+            if (mode >= 0) {
+                target.setPermission(file, new FsPermission((short) mode));
+            }
+            if (modificationTime >= 0) {
+                target.setTimes(file, modificationTime, -1);
+            }
         } finally {
             if (!closed) {
                 try {
@@ -144,19 +152,22 @@ final class BfoHadoopDataWriter implements DataWriter<InternalRow> {
     }
 
     @Override
-    public WriterCommitMessage commit() throws IOException {
-        List<BfoCommittedFiles.Staged> written = pool.finish();
+    public TaskFiles commit() throws IOException {
+        List<StagedFiles.Staged> written = pool.finish();
         if (!written.isEmpty()) {
             checkStaging();
         }
-        return new BfoCommittedFiles(taskName, written.toArray(new BfoCommittedFiles.Staged[0]));
+        return new StagedFiles(taskName, written.toArray(new StagedFiles.Staged[0]));
     }
 
     /** Removes the files this attempt made, writesInFlight at a time (each is a round trip). */
     @Override
     public void abort() throws IOException {
         pool.cancel();
-        try (BfoWritePool<Void> deletes = new BfoWritePool<>(writesInFlight, Long.MAX_VALUE,
+        if (fs == null) {
+            return;   // nothing was written
+        }
+        try (WritePool<Void> deletes = new WritePool<>(writesInFlight, Long.MAX_VALUE,
                 "bfo-hadoop-abort")) {
             for (Path f; (f = created.poll()) != null; ) {
                 Path file = f;

@@ -1,20 +1,22 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-package io.github.bfo.spark.write;
+package io.github.bfo.hadoop.fs.write;
 
+import java.util.List;
+import java.util.Set;
 import java.util.SortedMap;
 import java.util.TreeMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.apache.spark.sql.connector.write.WriterCommitMessage;
 
 /**
- * What a committed task hands to the job commit: its name, the files it
- * wrote (paths relative to the output directory) and where each is staged:
- * STAGING/TASK/PATH (the local writer), or STAGING/p-PARTITION/TASK.N (the
- * Hadoop writer, {@link Staged}); and the job's check of every task's files
- * together, the same for every destination, before anything is published.
+ * What a committed task of a staged write hands to the job commit: its name,
+ * the files it wrote (paths relative to the output directory) and where each
+ * is staged: STAGING/TASK/PATH (the local writer, {@link LocalTask}), or
+ * STAGING/p-PARTITION/TASK.N (the Hadoop writer, {@link StreamTask},
+ * {@link Staged}); and the job's check of every task's files together, the
+ * same for every destination, before anything is published.
  */
-final class BfoCommittedFiles implements WriterCommitMessage {
+public final class StagedFiles implements TaskFiles {
     private static final long serialVersionUID = 1L;
     final String taskName;   // in the staging directory
     final String[] paths;
@@ -23,16 +25,18 @@ final class BfoCommittedFiles implements WriterCommitMessage {
     private static final Pattern STAGED_NAME = Pattern.compile("p-[0-9]+/([^/]+)\\.[0-9]+");
 
     /** A file written to the staging directory under name, for path in the output directory. */
-    record Staged(String path, String name) {
+    public record Staged(String path, String name) {
     }
 
-    BfoCommittedFiles(String taskName, String[] paths) {
+    /** Files staged as STAGING/taskName/PATH. */
+    public StagedFiles(String taskName, String[] paths) {
         this.taskName = taskName;
         this.paths = paths;
         this.stagedNames = null;
     }
 
-    BfoCommittedFiles(String taskName, Staged[] files) {
+    /** Files staged under names of their own in the staging directory. */
+    public StagedFiles(String taskName, Staged[] files) {
         this.taskName = taskName;
         this.paths = new String[files.length];
         this.stagedNames = new String[files.length];
@@ -40,6 +44,26 @@ final class BfoCommittedFiles implements WriterCommitMessage {
             paths[i] = files[i].path();
             stagedNames[i] = files[i].name();
         }
+    }
+
+    /** The task attempt's name (its directory, or its files' prefix, in the staging directory). */
+    public String taskName() {
+        return taskName;
+    }
+
+    /** Null when every file is STAGING/TASK/PATH; else the i-th file is STAGING/stagedName(i). */
+    public String stagedName(int i) {
+        return stagedNames == null ? null : stagedNames[i];
+    }
+
+    @Override
+    public int size() {
+        return paths.length;
+    }
+
+    @Override
+    public String path(int i) {
+        return paths[i];
     }
 
     /** Where paths[i] is staged, relative to the staging directory. */
@@ -58,16 +82,16 @@ final class BfoCommittedFiles implements WriterCommitMessage {
     /**
      * Every committed file: its path in the output directory -> the path, relative to the output directory,
      * of its staged copy (STAGING/TASK/PATH or STAGING/p-PARTITION/TASK.N); sorted, so that a directory's
-     * files come together. Fails when two rows name the same file or when a file is also another one's
-     * directory ("a" and "a/b").
+     * files come together. Fails when two tasks name the same file (duplicateHint says where they came from)
+     * or when a file is also another one's directory ("a" and "a/b").
      */
-    static SortedMap<String, String> publishPlan(WriterCommitMessage[] messages, String stagingName) {
+    static SortedMap<String, String> publishPlan(List<TaskFiles> tasks, String stagingName, String duplicateHint) {
         SortedMap<String, String> sources = new TreeMap<>();
-        for (WriterCommitMessage m : messages) {
+        for (TaskFiles m : tasks) {
             if (m == null) {
                 continue;
             }
-            BfoCommittedFiles c = (BfoCommittedFiles) m;
+            StagedFiles c = (StagedFiles) m;
             if (!c.taskName.startsWith("task-") || c.taskName.contains("/")) {
                 throw new IllegalArgumentException("bfo write: bad task directory '" + c.taskName + "'");
             }
@@ -76,9 +100,8 @@ final class BfoCommittedFiles implements WriterCommitMessage {
             }
             for (int i = 0; i < c.paths.length; i++) {
                 String p = c.paths[i];
-                if (sources.put(p, stagingName + "/" + c.staged(i)) != null) {
-                    throw new IllegalArgumentException("bfo write: duplicate path '" + p
-                            + "' in the DataFrame (each row must name a different file); nothing was written");
+                if (sources.put(OutputPaths.check(p), stagingName + "/" + c.staged(i)) != null) {
+                    throw duplicate(p, duplicateHint);
                 }
             }
         }
@@ -86,8 +109,14 @@ final class BfoCommittedFiles implements WriterCommitMessage {
         return sources;
     }
 
+    /** The error for a path that two of the job's files (or a task's) name. */
+    static IllegalArgumentException duplicate(String path, String hint) {
+        return new IllegalArgumentException("bfo write: duplicate path '" + path + "' " + hint
+                + "; nothing was written");
+    }
+
     /** Fails when a path is also another one's directory ("a" and "a/b"): nothing of the job is published. */
-    static void checkNoFileIsADirectory(java.util.Set<String> paths) {
+    static void checkNoFileIsADirectory(Set<String> paths) {
         for (String p : paths) {
             for (int k = p.indexOf('/'); k > 0; k = p.indexOf('/', k + 1)) {
                 if (paths.contains(p.substring(0, k))) {

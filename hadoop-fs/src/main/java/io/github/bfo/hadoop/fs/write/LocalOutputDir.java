@@ -1,19 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-package io.github.bfo.spark.write;
+package io.github.bfo.hadoop.fs.write;
 
-import io.github.bfo.spark.BfoOptions;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import org.apache.spark.sql.connector.write.LogicalWriteInfo;
-import org.apache.spark.sql.connector.write.Write;
 
 /** A local output directory: written by libbfo batch writes, published through a DestinationTree. */
-final class BfoLocalDir implements BfoOutputDir {
+final class LocalOutputDir implements OutputDir {
     private final Path dir;
 
-    BfoLocalDir(Path dir) {
+    LocalOutputDir(Path dir) {
         this.dir = dir;
     }
 
@@ -38,12 +35,12 @@ final class BfoLocalDir implements BfoOutputDir {
 
     @Override
     public void remove() {
-        BfoBatchWrite.deleteTree(dir.getParent(), dir.getFileName().toString());
+        LocalJob.deleteTree(dir.getParent(), dir.getFileName().toString());
     }
 
     @Override
-    public Write newWrite(BfoOptions options, LogicalWriteInfo info, boolean truncate) {
-        return new BfoBatchWrite(dir, options, info, truncate);
+    public OutputJob newJob(String stagingName, WriteOptions options, boolean truncate) {
+        return new LocalJob(dir, options, truncate, stagingName);
     }
 
     @Override

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-package io.github.bfo.spark.write;
+package io.github.bfo.hadoop.fs.write;
 
 import java.io.IOException;
 import java.nio.file.FileAlreadyExistsException;
@@ -17,17 +17,17 @@ import org.apache.hadoop.fs.Path;
  * directory before it publishes, whatever way it publishes (renames, or
  * multipart completions).
  */
-final class BfoHadoopTree {
-    private BfoHadoopTree() {
+public final class HadoopTree {
+    private HadoopTree() {
     }
 
     /** rel (a path relative to dir, as the rows give it) in dir; a ':' in a name is not read as a scheme. */
-    static Path child(Path dir, String rel) {
+    public static Path child(Path dir, String rel) {
         return new Path(dir, new Path(null, null, rel));
     }
 
     /** Removes everything in dir but the entry named keep (null: nothing kept). */
-    static void clear(FileSystem fs, Path dir, String keep) throws IOException {
+    public static void clear(FileSystem fs, Path dir, String keep) throws IOException {
         for (FileStatus st : fs.listStatus(dir)) {
             if (!st.getPath().getName().equals(keep) && !fs.delete(st.getPath(), true) && fs.exists(st.getPath())) {
                 throw new IOException("cannot remove " + st.getPath());
@@ -40,7 +40,7 @@ final class BfoHadoopTree {
      * is published. Each existing directory that new files go into is listed once, rather than a status call
      * per file: many small files into few directories is the usual write.
      */
-    static void checkFree(FileSystem fs, Path dir, Set<String> files) throws IOException {
+    public static void checkFree(FileSystem fs, Path dir, Set<String> files) throws IOException {
         Map<String, Set<String>> wanted = new HashMap<>();   // directory ("" for DIR) -> names needed in it
         for (String p : files) {
             String parent = "";
