@@ -11,15 +11,14 @@ import java.util.TreeMap;
  * pending upload's handle and its one part's handle (Hadoop's
  * MultipartUploader serializations), to complete or abort.
  */
-public final class PendingUploads implements TaskFiles {
+public final class PendingUploads extends TaskFiles {
     private static final long serialVersionUID = 1L;
-    final String[] paths;
     final byte[][] uploads;
     final byte[][] parts;
 
     public PendingUploads(List<Upload> done) {
+        super(new String[done.size()]);
         int n = done.size();
-        paths = new String[n];
         uploads = new byte[n][];
         parts = new byte[n][];
         for (int i = 0; i < n; i++) {
@@ -27,16 +26,6 @@ public final class PendingUploads implements TaskFiles {
             uploads[i] = done.get(i).upload();
             parts[i] = done.get(i).part();
         }
-    }
-
-    @Override
-    public int size() {
-        return paths.length;
-    }
-
-    @Override
-    public String path(int i) {
-        return paths[i];
     }
 
     public Upload get(int i) {
@@ -59,9 +48,7 @@ public final class PendingUploads implements TaskFiles {
             }
             PendingUploads c = (PendingUploads) m;
             for (int i = 0; i < c.size(); i++) {
-                if (all.put(OutputPaths.check(c.paths[i]), c.get(i)) != null) {
-                    throw StagedFiles.duplicate(c.paths[i], duplicateHint);
-                }
+                StagedFiles.add(all, c.paths[i], c.get(i), duplicateHint);
             }
         }
         StagedFiles.checkNoFileIsADirectory(all.keySet());

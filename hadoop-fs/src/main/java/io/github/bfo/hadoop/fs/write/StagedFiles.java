@@ -16,10 +16,9 @@ import java.util.regex.Pattern;
  * {@link Staged}); and the job's check of every task's files together, the
  * same for every destination, before anything is published.
  */
-public final class StagedFiles implements TaskFiles {
+public final class StagedFiles extends TaskFiles {
     private static final long serialVersionUID = 1L;
     final String taskName;   // in the staging directory
-    final String[] paths;
     final String[] stagedNames;   // null: STAGING/TASK/PATH; else STAGING/stagedNames[i] holds paths[i]
     // p-PARTITION/TASK.N, TASK in group 1; compiled once: the driver checks every file of the job
     private static final Pattern STAGED_NAME = Pattern.compile("p-[0-9]+/([^/]+)\\.[0-9]+");
@@ -30,15 +29,15 @@ public final class StagedFiles implements TaskFiles {
 
     /** Files staged as STAGING/taskName/PATH. */
     public StagedFiles(String taskName, String[] paths) {
+        super(paths);
         this.taskName = taskName;
-        this.paths = paths;
         this.stagedNames = null;
     }
 
     /** Files staged under names of their own in the staging directory. */
     public StagedFiles(String taskName, Staged[] files) {
+        super(new String[files.length]);
         this.taskName = taskName;
-        this.paths = new String[files.length];
         this.stagedNames = new String[files.length];
         for (int i = 0; i < files.length; i++) {
             paths[i] = files[i].path();
@@ -54,16 +53,6 @@ public final class StagedFiles implements TaskFiles {
     /** Null when every file is STAGING/TASK/PATH; else the i-th file is STAGING/stagedName(i). */
     public String stagedName(int i) {
         return stagedNames == null ? null : stagedNames[i];
-    }
-
-    @Override
-    public int size() {
-        return paths.length;
-    }
-
-    @Override
-    public String path(int i) {
-        return paths[i];
     }
 
     /** Where paths[i] is staged, relative to the staging directory. */
@@ -99,14 +88,18 @@ public final class StagedFiles implements TaskFiles {
                 throw new IllegalArgumentException("bfo write: bad commit message of " + c.taskName);
             }
             for (int i = 0; i < c.paths.length; i++) {
-                String p = c.paths[i];
-                if (sources.put(OutputPaths.check(p), stagingName + "/" + c.staged(i)) != null) {
-                    throw duplicate(p, duplicateHint);
-                }
+                add(sources, c.paths[i], stagingName + "/" + c.staged(i), duplicateHint);
             }
         }
         checkNoFileIsADirectory(sources.keySet());
         return sources;
+    }
+
+    /** Adds path (checked) to a job's plan; a path already there fails the job, naming it. */
+    static <T> void add(SortedMap<String, T> plan, String path, T what, String duplicateHint) {
+        if (plan.put(OutputPaths.check(path), what) != null) {
+            throw duplicate(path, duplicateHint);
+        }
     }
 
     /** The error for a path that two of the job's files (or a task's) name. */

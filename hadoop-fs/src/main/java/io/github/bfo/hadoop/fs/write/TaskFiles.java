@@ -10,10 +10,21 @@ import java.io.Serializable;
  * it in its commit messages; Hadoop's committer keeps it in the staging
  * directory ({@link TaskReports}).
  */
-public sealed interface TaskFiles extends Serializable permits StagedFiles, PendingUploads {
+public abstract sealed class TaskFiles implements Serializable permits StagedFiles, PendingUploads {
+    private static final long serialVersionUID = 1L;
+    final String[] paths;
+
+    TaskFiles(String[] paths) {
+        this.paths = paths;
+    }
+
     /** Files in the report. */
-    int size();
+    public int size() {
+        return paths.length;
+    }
 
     /** The i-th file's path, relative to the output directory. */
-    String path(int i);
+    public String path(int i) {
+        return paths[i];
+    }
 }
