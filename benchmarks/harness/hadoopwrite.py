@@ -81,7 +81,7 @@ def _names(arg, known, what):
 # --------------------------------------------------------------------------
 # The input: a generated set, packed into SequenceFiles (off the clock)
 # --------------------------------------------------------------------------
-def _make_input(name, files, work, snap, env):
+def _make_input(name, files, work, env):
     """The set generated under work/NAME/set, packed into work/NAME/seq; its reference {rel: (size, sha256)}."""
     spec = sets.REGISTRY[name]
     params = spec.params({"files": files} if name == "4k" and files else None)
@@ -330,7 +330,7 @@ def _run_h4(args):
             bed.snap_s3a = latency._with_s3a(snap, bed.s3a_cp) if need_s3 else snap
             minio = farstores.minio_binary(workdir, args.no_build)[0] if need_s3 else None
             env = dict(os.environ, BFO_WORDCOUNT_TARGET=str(snap))
-            inputs = {s: _make_input(s, args.files, work, snap, env) for s in set_names}
+            inputs = {s: _make_input(s, args.files, work, env) for s in set_names}
             results["inputs"] = {s: {k: v for k, v in i.items() if k not in ("ref", "set_dir", "seq")}
                                  for s, i in inputs.items()}
             biggest = max(i["bytes"] + 8192 * i["files"] for i in inputs.values())
@@ -378,6 +378,12 @@ def _run_h4(args):
                 shutil.rmtree(snap, ignore_errors=True)
                 if bed.snap_s3a and bed.snap_s3a != snap:
                     shutil.rmtree(bed.snap_s3a, ignore_errors=True)
+    return _write_report(results, bed, outdir, workdir, t_start)
+
+
+def _write_report(results, bed, outdir, workdir, t_start):
+    """results.json and table.md in outdir, the table on stdout; the exit status (1: a run failed or differed)."""
+    rounds, base_rounds = results["rounds"], results["baseline_rounds"]
     merged, main, growth = tables(results)
     failed = any(not m["ok"] for m in merged.values())
     for (s, place), modes in bed.modes.items():
