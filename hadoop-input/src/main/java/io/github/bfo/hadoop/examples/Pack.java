@@ -36,7 +36,8 @@ import java.util.Set;
  */
 public class Pack extends Configured implements Tool {
     private static void usage(PrintStream err) {
-        err.println("usage: Pack [-D key=value...] IN... OUT   (OUT: SequenceFiles of (Text path, BytesWritable bytes))");
+        err.println("usage: Pack [-D key=value...] IN... OUT");
+        err.println("OUT: SequenceFiles of (Text path, BytesWritable bytes), IN read recursively");
     }
 
     @Override
@@ -53,7 +54,7 @@ public class Pack extends Configured implements Tool {
         if (conf.get(BfoInputConfig.INPUT_DIR_RECURSIVE) == null) {
             conf.setBoolean(BfoInputConfig.INPUT_DIR_RECURSIVE, true);
         }
-        Job job = Job.getInstance(conf, "pack");
+        Job job = Job.getInstance(JobReport.timed(conf), "pack");
         if (conf.get(MRJobConfig.JAR) == null) {
             job.setJarByClass(Pack.class);
         }

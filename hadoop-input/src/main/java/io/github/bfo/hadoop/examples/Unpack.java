@@ -136,7 +136,7 @@ public class Unpack extends Configured implements Tool {
         if (a.options.containsKey("--base")) {
             conf.set(BASE, a.options.get("--base"));
         }
-        Job job = Job.getInstance(conf, "unpack (" + format + ")");
+        Job job = Job.getInstance(JobReport.timed(conf), "unpack (" + format + ")");
         if (conf.get(MRJobConfig.JAR) == null) {
             job.setJarByClass(Unpack.class);
         }

@@ -164,7 +164,8 @@ public class WordCount extends Configured implements Tool {
         if (conf.getLong(BfoInputConfig.SPLIT_MAXSIZE, 0) <= 0) {
             conf.setLong(BfoInputConfig.SPLIT_MAXSIZE, maxSplit);
         }
-        Job job = Job.getInstance(conf, (readOnly ? "read-only count (" : "wordcount (") + format + ")");
+        Job job = Job.getInstance(JobReport.timed(conf),
+                (readOnly ? "read-only count (" : "wordcount (") + format + ")");
         if (conf.get(MRJobConfig.JAR) == null) {
             // a job jar the user named (-D mapreduce.job.jar=...) wins over the jar this class came from
             job.setJarByClass(WordCount.class);
