@@ -37,6 +37,9 @@ REGISTRY = {s.name: s for s in (
     Scenario("h2", "MapReduce on 20,000 small text files in HDFS: BatchText vs CombineText", "hdfs", "run_h2", False),
     Scenario("h3", "split planning for millions of files (10,000,000 synthetic, 1,000,000 local empty files): "
                    "BatchText vs CombineText getSplits, time and heap in a -Xmx1g JVM", "plan", "run_h3", False),
+    Scenario("h4", "one MapReduce job writes one file per record (100,000 x 4 KiB and the tree set): "
+                   "BatchFileOutputFormat vs FileSystem.create per record and MultipleOutputs, on the local disk "
+                   "(durable), on HDFS at 0.5 and 2 ms and S3 at 10 ms behind a link", "hadoopwrite", "run_h4", False),
     Scenario("s1", "Spark on 100,000 small files: bfo vs binaryFile and text", "spark", "main", False),
     Scenario("l1", "Hadoop (local runner, YARN) and Spark on 20,000 small text files on HDFS (0.5, 2 ms round trips) "
                    "and S3 (2, 10 ms) behind a link with latency, and on the local disk: bfo vs the incumbents",

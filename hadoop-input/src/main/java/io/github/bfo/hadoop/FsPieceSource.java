@@ -1,14 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 package io.github.bfo.hadoop;
 
+import io.github.bfo.hadoop.fs.ReadFileSystems;
+
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
-import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
-import org.apache.hadoop.fs.Options;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.mapreduce.lib.input.FileInputFormatCounter;
-import org.apache.hadoop.util.functional.FutureIO;
 
 import java.io.IOException;
 import java.io.InterruptedIOException;
@@ -151,20 +150,10 @@ final class FsPieceSource implements PieceSource {
         }
     }
 
-    /**
-     * Bytes [offset, offset + len) of a file of the listed size: what the listing said (a status of that
-     * length, and the length as an option) and the whole-file read policy are passed on, so an object store
-     * skips its status request (S3A: no HEAD, one GET) and reads without range guessing; file systems that
-     * use neither (HDFS asks the NameNode for the block locations at the open anyway) ignore them.
-     */
+    /** Bytes [offset, offset + len) of a file of the listed size, opened with what the listing said. */
     private byte[] read(Path path, long size, long offset, int len) throws IOException {
         byte[] b = new byte[len];
-        try (FSDataInputStream in = FutureIO.awaitFuture(fileSystems.get(path).openFile(path)
-                .withFileStatus(new FileStatus(size, false, 1, 0, 0, path))
-                .optLong(Options.OpenFileOptions.FS_OPTION_OPENFILE_LENGTH, size)
-                .opt(Options.OpenFileOptions.FS_OPTION_OPENFILE_READ_POLICY,
-                        Options.OpenFileOptions.FS_OPTION_OPENFILE_READ_POLICY_WHOLE_FILE)
-                .build())) {
+        try (FSDataInputStream in = fileSystems.open(path, size, 0)) {
             if (len > 0) {
                 in.readFully(offset, b, 0, len);
             }

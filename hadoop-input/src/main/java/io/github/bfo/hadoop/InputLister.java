@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 package io.github.bfo.hadoop;
 
+import io.github.bfo.hadoop.fs.DirectoryWalk;
+
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.BlockLocation;
 import org.apache.hadoop.fs.ChecksumFileSystem;
@@ -14,14 +16,10 @@ import org.apache.hadoop.mapreduce.lib.input.InvalidInputException;
 import org.apache.hadoop.util.ReflectionUtils;
 
 import java.io.IOException;
-import java.io.InterruptedIOException;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Lists a job's input the way FileInputFormat does (globs; names starting
@@ -150,70 +148,21 @@ final class InputLister {
     }
 
     private void listParallel(List<Path> roots, List<FileSystem> rootFs, int threads) throws IOException {
-        ExecutorService pool = Executors.newFixedThreadPool(threads, r -> {
-            Thread t = new Thread(r, "bfo-list-status");
-            t.setDaemon(true);
-            return t;
+        List<Listing> work = new ArrayList<>();
+        for (int i = 0; i < roots.size(); i++) {
+            work.add(new Listing(rootFs.get(i), roots.get(i)));
+        }
+        DirectoryWalk.walk(work, threads, "bfo-list-status", d -> {
+            List<Listing> subs = new ArrayList<>();
+            for (Path sub : listDir(d.fs, d.dir)) {
+                subs.add(new Listing(d.fs, sub));
+            }
+            return subs;
         });
-        AtomicInteger pending = new AtomicInteger();
-        IOException[] failure = new IOException[1];
-        Object done = new Object();
-        class Lister implements Runnable {
-            final FileSystem fs;
-            final Path dir;
+    }
 
-            Lister(FileSystem fs, Path dir) {
-                this.fs = fs;
-                this.dir = dir;
-            }
-
-            @Override
-            public void run() {
-                try {
-                    boolean failed;
-                    synchronized (done) {
-                        failed = failure[0] != null;
-                    }
-                    if (!failed) {
-                        for (Path sub : listDir(fs, dir)) {
-                            pending.incrementAndGet();
-                            pool.execute(new Lister(fs, sub));
-                        }
-                    }
-                } catch (IOException | RuntimeException e) {
-                    synchronized (done) {
-                        if (failure[0] == null) {
-                            failure[0] = e instanceof IOException ? (IOException) e : new IOException(e);
-                        }
-                    }
-                } finally {
-                    if (pending.decrementAndGet() == 0) {
-                        synchronized (done) {
-                            done.notifyAll();
-                        }
-                    }
-                }
-            }
-        }
-        try {
-            pending.addAndGet(roots.size());
-            for (int i = 0; i < roots.size(); i++) {
-                pool.execute(new Lister(rootFs.get(i), roots.get(i)));
-            }
-            synchronized (done) {
-                while (pending.get() > 0) {
-                    done.wait();
-                }
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new InterruptedIOException("interrupted while listing the input");
-        } finally {
-            pool.shutdownNow();
-        }
-        if (failure[0] != null) {
-            throw failure[0];
-        }
+    /** A directory to list, and its file system. */
+    private record Listing(FileSystem fs, Path dir) {
     }
 
     /** Lists one directory into the table; returns its subdirectories to list (recursive mode). */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 package io.github.bfo.hadoop;
 
+import io.github.bfo.hadoop.fs.ReadFileSystems;
 import io.github.bfo.testsupport.CountingSocketFactory;
 
 import org.apache.hadoop.conf.Configuration;

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 package io.github.bfo.spark;
 
+import io.github.bfo.hadoop.fs.write.OutputDir;
+import io.github.bfo.spark.write.BfoWriteProvider;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
@@ -32,7 +34,8 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * input partition with one BFO batch read; {@code df.write.format("bfo")}
  * writes one file per row (columns path and content) through Spark's commit
  * protocol: BFO batch writes into a local directory, the Hadoop FileSystem
- * API into a directory on any other file system ({@link BfoOutputDir}).
+ * API into a directory on any other file system (bfo-hadoop-fs's
+ * {@link OutputDir}).
  *
  * <p>Reads are DataSource V2 ({@link BfoTable}). Writes come here as a V1
  * {@link CreatableRelationProvider} because DataFrameWriter only lets a V1
@@ -99,7 +102,7 @@ public final class BfoDataSource implements TableProvider, DataSourceRegister, C
             throw new IllegalArgumentException("bfo write: no path given: df.write.format(\"bfo\").save(\"/some/dir\")");
         }
         Dataset<Row> rows = checkedColumns(data);
-        BfoOutputDir target = BfoOutputDir.of(dir, ((org.apache.spark.sql.classic.SparkSession) sqlContext
+        OutputDir target = OutputDir.of(dir, ((org.apache.spark.sql.classic.SparkSession) sqlContext
                 .sparkSession()).sessionState().newHadoopConfWithOptions(parameters));
         boolean exists = target.exists();
         switch (mode) {

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 package io.github.bfo.spark;
 
+import io.github.bfo.hadoop.fs.write.WriteOptions;
+import io.github.bfo.spark.read.BfoPacking;
 import io.github.bfo.BatchFileReader;
 import io.github.bfo.BatchFileWriter;
 import io.github.bfo.LineSplitter;
@@ -94,7 +96,7 @@ public final class BfoOptions implements Serializable {
      * uploads) at once; default {@value #DEFAULT_WRITES_IN_FLIGHT} (see spark-source/README.md).
      */
     public static final String WRITES_IN_FLIGHT = "writesInFlight";
-    static final int DEFAULT_WRITES_IN_FLIGHT = 16;
+    static final int DEFAULT_WRITES_IN_FLIGHT = WriteOptions.DEFAULT_WRITES_IN_FLIGHT;
     /**
      * Write to a Hadoop file system other than the local one: how the job commit publishes the files.
      * rename: tasks write under a staging directory, the job commit renames each file into place (every file
@@ -106,39 +108,36 @@ public final class BfoOptions implements Serializable {
     public static final String COMMIT = "commit";
     /** Write: files the job commit publishes at once (renames, or multipart completions). Default 16. */
     public static final String COMMIT_THREADS = "commitThreads";
-    static final int DEFAULT_COMMIT_THREADS = 16;
+    static final int DEFAULT_COMMIT_THREADS = WriteOptions.DEFAULT_COMMIT_THREADS;
 
-    /** How a write's job commit publishes its files on a Hadoop file system. */
-    enum Commit { AUTO, RENAME, MULTIPART }
-
-    final boolean text;
-    final boolean wholeText;
+    public final boolean text;
+    public final boolean wholeText;
     final String lineSep;          // null: \n, \r\n or \r
-    final boolean ignoreCorruptFiles;
-    final boolean ignoreMissingFiles;
-    final boolean nativeListing;
-    final long maxLength;
+    public final boolean ignoreCorruptFiles;
+    public final boolean ignoreMissingFiles;
+    public final boolean nativeListing;
+    public final long maxLength;
     // packing knobs the user set for this read; null when not set (BfoPacking then reads the session conf)
-    final Integer maxFilesPerPartition;
-    final Long maxPartitionBytes;
-    final Long openCostInBytes;
-    final Integer maxPartitionNum;
+    public final Integer maxFilesPerPartition;
+    public final Long maxPartitionBytes;
+    public final Long openCostInBytes;
+    public final Integer maxPartitionNum;
     final BatchFileReader.Engine engine;
     final BatchFileReader.Order order;
     final int windowFiles;
     final long arenaBytes;
     final int queueDepth;
     final int threads;
-    final long largeFile;
-    final int readsInFlight;
-    final long readTimeoutMillis;
+    public final long largeFile;
+    public final int readsInFlight;
+    public final long readTimeoutMillis;
     final BatchFileWriter.Durability durability;
     final long writeBatchBytes;
     final int writesInFlight;
-    final Commit commit;
+    final WriteOptions.Commit commit;
     final int commitThreads;
 
-    BfoOptions(CaseInsensitiveStringMap o) {
+    public BfoOptions(CaseInsensitiveStringMap o) {
         SQLConf conf = SQLConf.get();
         String format = o.getOrDefault(FORMAT, "binary").toLowerCase(Locale.ROOT);
         switch (format) {
@@ -183,9 +182,9 @@ public final class BfoOptions implements Serializable {
         readsInFlight = (int) Math.min(1024, positive(o, READS_IN_FLIGHT, DEFAULT_READS_IN_FLIGHT));
         readTimeoutMillis = duration(o, READ_TIMEOUT, networkTimeout());
         durability = enumOption(o, DURABILITY, BatchFileWriter.Durability.class, BatchFileWriter.Durability.BATCH);
-        writeBatchBytes = positive(o, WRITE_BATCH_BYTES, 64L << 20);
+        writeBatchBytes = positive(o, WRITE_BATCH_BYTES, WriteOptions.DEFAULT_WRITE_BATCH_BYTES);
         writesInFlight = (int) Math.min(1024, positive(o, WRITES_IN_FLIGHT, DEFAULT_WRITES_IN_FLIGHT));
-        commit = enumOption(o, COMMIT, Commit.class, Commit.AUTO);
+        commit = enumOption(o, COMMIT, WriteOptions.Commit.class, WriteOptions.Commit.AUTO);
         commitThreads = (int) Math.min(1024, positive(o, COMMIT_THREADS, DEFAULT_COMMIT_THREADS));
     }
 
@@ -260,23 +259,29 @@ public final class BfoOptions implements Serializable {
      * sets none (text would take mapreduce.input.linerecordreader.line.maxlength from the session's Hadoop
      * conf; this source does not read it).
      */
-    LineSplitter newLineSplitter() {
+    public LineSplitter newLineSplitter() {
         return new LineSplitter(lineSep == null ? null : lineSep.getBytes(StandardCharsets.UTF_8), Integer.MAX_VALUE);
     }
 
     /** What one partition's read may hold in memory: arenaBytes, 64 MiB by default (bfo-java's arena). */
-    long readMemoryBytes() {
+    public long readMemoryBytes() {
         return arenaBytes > 0 ? arenaBytes : 64L << 20;
     }
 
     /** A reader configured by these options; metadataOnly when no content is needed. */
-    BatchFileReader newReader(boolean metadataOnly) throws java.io.IOException {
+    public BatchFileReader newReader(boolean metadataOnly) throws java.io.IOException {
         BatchFileReader.Builder b = BatchFileReader.builder().engine(engine).order(order).metadataOnly(metadataOnly)
                 .windowFiles(windowFiles).arenaBytes(arenaBytes).queueDepth(queueDepth).threads(threads);
         if (!metadataOnly) {
             b.largeFile(Math.max(4096, Math.min(largeFile, readMemoryBytes() / 8)));
         }
         return b.build();
+    }
+
+    /** The write's options, for the write machinery of bfo-hadoop-fs. */
+    public WriteOptions writeOptions() {
+        return new WriteOptions(durability, writeBatchBytes, writesInFlight, commit, commitThreads,
+                "in the DataFrame (each row must name a different file)");
     }
 
     static BfoOptions of(Map<String, String> m) {

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 package io.github.bfo.spark;
 
+import io.github.bfo.spark.read.BfoFileListing;
+import io.github.bfo.spark.read.BfoScanBuilder;
 import java.util.EnumSet;
 import java.util.Map;
 import java.util.Set;
@@ -25,14 +27,14 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * <p>Only BATCH_READ is declared: DataFrameWriter then hands writes to
  * {@link BfoDataSource#createRelation}, which implements every save mode
  * (a V2 table that declares BATCH_WRITE cannot be saved with errorifexists
- * or ignore) and runs the actual V2 write through {@link BfoWriteProvider}.
+ * or ignore) and runs the actual V2 write through {@link io.github.bfo.spark.write.BfoWriteProvider}.
  */
 public final class BfoTable implements SupportsRead {
-    static final String PATH = "path";
-    static final String MODIFICATION_TIME = "modificationTime";
-    static final String LENGTH = "length";
-    static final String CONTENT = "content";
-    static final String VALUE = "value";
+    public static final String PATH = "path";
+    public static final String MODIFICATION_TIME = "modificationTime";
+    public static final String LENGTH = "length";
+    public static final String CONTENT = "content";
+    public static final String VALUE = "value";
 
     /** binaryFile's schema, field for field (nullable, as Spark's file relations expose it). */
     static final StructType BINARY_SCHEMA = new StructType(new StructField[] {
@@ -176,7 +178,7 @@ public final class BfoTable implements SupportsRead {
         return requested == null && schema != null && schema.equals(s);
     }
 
-    StructType dataSchema() {
+    public StructType dataSchema() {
         listing();
         return dataSchema;
     }

@@ -6,23 +6,23 @@ import java.util.Map;
 import scala.jdk.javaapi.CollectionConverters;
 
 /** Conversions between Java collections and the Scala ones of Spark's internal APIs. */
-final class ScalaInterop {
+public final class ScalaInterop {
     private ScalaInterop() {
     }
 
-    static <T> scala.collection.immutable.Seq<T> seq(List<T> list) {
+    public static <T> scala.collection.immutable.Seq<T> seq(List<T> list) {
         return CollectionConverters.asScala(list).toList();
     }
 
-    static <T> List<T> list(scala.collection.Seq<T> seq) {
+    public static <T> List<T> list(scala.collection.Seq<T> seq) {
         return CollectionConverters.asJava(seq);
     }
 
-    static scala.collection.immutable.Map<String, String> map(Map<String, String> m) {
+    public static scala.collection.immutable.Map<String, String> map(Map<String, String> m) {
         return scala.collection.immutable.Map$.MODULE$.from(CollectionConverters.asScala(m));
     }
 
-    static Map<String, String> javaMap(scala.collection.Map<String, String> m) {
+    public static Map<String, String> javaMap(scala.collection.Map<String, String> m) {
         return CollectionConverters.asJava(m);
     }
 
@@ -30,7 +30,7 @@ final class ScalaInterop {
      * Throws t, checked or not: Spark's error builders (QueryCompilationErrors) return its AnalysisException,
      * a checked exception to Java that Scala code throws from anywhere; {@code throw sneaky(t)} does the same.
      */
-    static RuntimeException sneaky(Throwable t) {
+    public static RuntimeException sneaky(Throwable t) {
         return ScalaInterop.<RuntimeException>rethrow(t);
     }
 

@@ -48,10 +48,6 @@ class BfoResolutionTest extends SparkTestBase {
         spark.conf().set("fs.defaultFS", OtherSchemeFileSystem.SCHEME + ":///");
     }
 
-    static String rootMessage(Throwable t) {
-        return BfoReadTest.rootMessage(t);
-    }
-
     @Test
     void schemelessReadPathResolvesAsBinaryFileDoes() {
         fakeDefaultFs();
@@ -105,7 +101,7 @@ class BfoResolutionTest extends SparkTestBase {
                     spark.read().format("bfo").load(relative).select("path"));
         } finally {
             Path abs = Path.of(System.getProperty("user.dir")).resolve(relative);
-            BfoBatchWrite.deleteTree(abs.getParent(), abs.getFileName().toString());
+            deleteTree(abs);
         }
     }
 
@@ -120,7 +116,7 @@ class BfoResolutionTest extends SparkTestBase {
                 .option("fs." + scheme + ".impl.disable.cache", "true")
                 .save(scheme + "://" + target);
         assertEquals("1", Files.readString(target.resolve("f1")));   // the fake scheme is the local disk
-        assertEquals(List.of("f0", "f1", "f2"), BfoWriteSymlinkTest.names(target));
+        assertEquals(List.of("f0", "f1", "f2"), names(target));
     }
 
     @Test

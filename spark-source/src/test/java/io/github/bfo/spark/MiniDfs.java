@@ -13,14 +13,14 @@ import org.apache.hadoop.hdfs.MiniDFSCluster;
  * hadoop-client-minicluster that matches Spark's hadoop-client-api), on
  * 127.0.0.1, with its storage under a temporary directory removed on close.
  */
-final class MiniDfs implements AutoCloseable {
+public final class MiniDfs implements AutoCloseable {
     /**
      * HDFS client settings for tests: a block whose replicas are all gone fails after one short wait, not
      * after Hadoop's three growing ones (about 20 s per file); a file's close() polls the NameNode after
      * 10 ms, not 400. Spark's tasks make their own clients, from the session's Hadoop configuration: set these
      * there too.
      */
-    static final java.util.Map<String, String> CLIENT = java.util.Map.of(
+    public static final java.util.Map<String, String> CLIENT = java.util.Map.of(
             "dfs.client.retry.window.base", "10",
             "dfs.client.max.block.acquire.failures", "1",
             "dfs.client.block.write.locateFollowingBlock.initial.delay.ms", "10");
@@ -30,7 +30,7 @@ final class MiniDfs implements AutoCloseable {
     private final MiniDFSCluster cluster;
 
     /** dataNodes DataNodes; each block kept replication times; storage in a temporary directory. */
-    MiniDfs(int dataNodes, int replication) throws IOException {
+    public MiniDfs(int dataNodes, int replication) throws IOException {
         this(Files.createTempDirectory("bfo-minidfs"), true, dataNodes, replication, true);
     }
 
@@ -38,7 +38,7 @@ final class MiniDfs implements AutoCloseable {
      * An HDFS whose storage stays in base (the S1 benchmark loads its set once and starts on it again in each
      * run's JVM): format makes it new, else what base holds is served.
      */
-    MiniDfs(Path base, boolean format, int dataNodes, int replication) throws IOException {
+    public MiniDfs(Path base, boolean format, int dataNodes, int replication) throws IOException {
         this(base, false, dataNodes, replication, format);
     }
 
@@ -65,16 +65,16 @@ final class MiniDfs implements AutoCloseable {
     }
 
     /** hdfs://127.0.0.1:PORT */
-    String uri() {
+    public String uri() {
         return "hdfs://127.0.0.1:" + cluster.getNameNodePort();
     }
 
-    FileSystem fs() throws IOException {
+    public FileSystem fs() throws IOException {
         return cluster.getFileSystem();
     }
 
     /** Stops the DataNode at host:port (its blocks are then read from another replica, or not at all). */
-    void stopDataNode(String name) {
+    public void stopDataNode(String name) {
         if (cluster.stopDataNode(name) == null) {
             throw new IllegalArgumentException("no DataNode " + name);
         }

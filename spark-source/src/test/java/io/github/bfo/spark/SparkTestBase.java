@@ -22,11 +22,11 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 
 /** One local[2] SparkSession per test class, and helpers that compare bfo with Spark's own sources. */
-abstract class SparkTestBase {
-    static SparkSession spark;
+public abstract class SparkTestBase {
+    public static SparkSession spark;
 
     @BeforeAll
-    static void startSpark() {
+    public static void startSpark() {
         spark = SparkSession.builder().master("local[2]").appName("bfo-spark-source-test")
                 .config("spark.ui.enabled", "false")
                 .config("spark.sql.shuffle.partitions", "2")
@@ -37,32 +37,32 @@ abstract class SparkTestBase {
     }
 
     @AfterAll
-    static void stopSpark() {
+    public static void stopSpark() {
         if (spark != null) {
             spark.stop();
             spark = null;
         }
     }
 
-    static Path write(Path root, String rel, byte[] data) throws IOException {
+    public static Path write(Path root, String rel, byte[] data) throws IOException {
         Path p = root.resolve(rel);
         Files.createDirectories(p.getParent());
         Files.write(p, data);
         return p;
     }
 
-    static byte[] random(Random r, int n) {
+    public static byte[] random(Random r, int n) {
         byte[] b = new byte[n];
         r.nextBytes(b);
         return b;
     }
 
-    static void setMtime(Path p, long millis) throws IOException {
+    public static void setMtime(Path p, long millis) throws IOException {
         Files.setLastModifiedTime(p, FileTime.fromMillis(millis));
     }
 
     /** Rows as comparable strings, sorted (content shown as its bytes); columns in the given order. */
-    static List<String> rows(Dataset<Row> df, String... cols) {
+    public static List<String> rows(Dataset<Row> df, String... cols) {
         Dataset<Row> d = cols.length == 0 ? df : df.selectExpr(cols);
         List<String> out = new ArrayList<>();
         for (Row r : d.collectAsList()) {
@@ -77,19 +77,19 @@ abstract class SparkTestBase {
         return out;
     }
 
-    static void assertSameRows(Dataset<Row> expected, Dataset<Row> actual, String... cols) {
+    public static void assertSameRows(Dataset<Row> expected, Dataset<Row> actual, String... cols) {
         List<String> e = rows(expected, cols);
         List<String> a = rows(actual, cols);
         assertEquals(e.size(), a.size(), "row count");
         assertEquals(e, a);
     }
 
-    static void assertSameSchema(Dataset<Row> expected, Dataset<Row> actual) {
+    public static void assertSameSchema(Dataset<Row> expected, Dataset<Row> actual) {
         assertEquals(expected.schema(), actual.schema());
     }
 
     /** The bfo scan of an executed DataFrame (AQE is off in these tests). */
-    static BatchScanExec bfoScan(Dataset<Row> df) {
+    public static BatchScanExec bfoScan(Dataset<Row> df) {
         SparkPlan plan = df.queryExecution().executedPlan();
         List<SparkPlan> found = new ArrayList<>();
         collect(plan, found);
@@ -106,11 +106,42 @@ abstract class SparkTestBase {
         }
     }
 
-    static long metric(BatchScanExec scan, String name) {
+    public static long metric(BatchScanExec scan, String name) {
         return ((org.apache.spark.sql.execution.metric.SQLMetric) scan.metrics().apply(name)).value();
     }
 
-    static void assertBytesEqual(byte[] e, byte[] a) {
+    public static void assertBytesEqual(byte[] e, byte[] a) {
         assertArrayEquals(e, a);
+    }
+
+    /** Every message of t's cause chain, outermost first. */
+    public static String rootMessage(Throwable t) {
+        List<String> all = new ArrayList<>();
+        for (Throwable c = t; c != null; c = c.getCause()) {
+            all.add(String.valueOf(c.getMessage()));
+        }
+        return String.join(" <- ", all);
+    }
+
+    /** The names in dir, sorted. */
+    public static List<String> names(Path dir) throws IOException {
+        List<String> n = new ArrayList<>();
+        try (java.util.stream.Stream<Path> s = Files.list(dir)) {
+            s.forEach(p -> n.add(p.getFileName().toString()));
+        }
+        n.sort(null);
+        return n;
+    }
+
+    /** Removes dir and everything beneath it (links are removed, not followed); nothing when it is missing. */
+    public static void deleteTree(Path dir) throws IOException {
+        if (!Files.exists(dir, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+            return;
+        }
+        try (java.util.stream.Stream<Path> s = Files.walk(dir)) {
+            for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
+                Files.delete(p);
+            }
+        }
     }
 }

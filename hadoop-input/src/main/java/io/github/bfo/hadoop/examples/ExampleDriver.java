@@ -2,6 +2,7 @@
 package io.github.bfo.hadoop.examples;
 
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.util.Tool;
 import org.apache.hadoop.util.ToolRunner;
 
 import java.io.PrintStream;
@@ -18,6 +19,8 @@ import java.util.Arrays;
 public final class ExampleDriver {
     /** The program names, as Hadoop's examples jar spells them. */
     public static final String WORDCOUNT = "wordcount";
+    public static final String PACK = "pack";
+    public static final String UNPACK = "unpack";
 
     private ExampleDriver() {
     }
@@ -29,7 +32,13 @@ public final class ExampleDriver {
      * @return the program's exit status; 2 for a missing or unknown name
      */
     public static int run(Configuration conf, String[] args) throws Exception {
-        if (args.length == 0 || !args[0].equals(WORDCOUNT)) {
+        Tool program = args.length == 0 ? null : switch (args[0]) {
+            case WORDCOUNT -> new WordCount();
+            case PACK -> new Pack();
+            case UNPACK -> new Unpack();
+            default -> null;
+        };
+        if (program == null) {
             PrintStream err = System.err;
             if (args.length > 0) {
                 err.println("Unknown program '" + args[0] + "' chosen.");
@@ -37,9 +46,12 @@ public final class ExampleDriver {
             err.println("Valid program names are:");
             err.println("  " + WORDCOUNT + ": WordCount over many small files (BatchTextInputFormat, or --input-format "
                     + "combine|text to compare)");
+            err.println("  " + PACK + ": small files into SequenceFiles of (path, bytes)");
+            err.println("  " + UNPACK + ": SequenceFiles of (name, bytes) into one file per record "
+                    + "(BatchFileOutputFormat, or --output-format plain|multiple to compare)");
             return 2;
         }
-        return ToolRunner.run(conf, new WordCount(), Arrays.copyOfRange(args, 1, args.length));
+        return ToolRunner.run(conf, program, Arrays.copyOfRange(args, 1, args.length));
     }
 
     public static void main(String[] args) throws Exception {

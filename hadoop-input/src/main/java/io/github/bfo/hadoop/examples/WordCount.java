@@ -11,9 +11,6 @@ import org.apache.hadoop.io.IntWritable;
 import org.apache.hadoop.io.LongWritable;
 import org.apache.hadoop.io.NullWritable;
 import org.apache.hadoop.io.Text;
-import org.apache.hadoop.mapreduce.Counter;
-import org.apache.hadoop.mapreduce.CounterGroup;
-import org.apache.hadoop.mapreduce.Counters;
 import org.apache.hadoop.mapreduce.InputFormat;
 import org.apache.hadoop.mapreduce.Job;
 import org.apache.hadoop.mapreduce.MRJobConfig;
@@ -28,11 +25,10 @@ import org.apache.hadoop.mapreduce.lib.output.TextOutputFormat;
 import org.apache.hadoop.util.Tool;
 import org.apache.hadoop.util.ToolRunner;
 
-import java.io.IOException;
 import java.io.PrintStream;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Set;
 import java.util.StringTokenizer;
 
 /**
@@ -140,41 +136,15 @@ public class WordCount extends Configured implements Tool {
 
     @Override
     public int run(String[] args) throws Exception {
-        String format = "bfo";
-        boolean readOnly = false;
-        int reducers = 1;
-        List<String> paths = new ArrayList<>();
         Configuration conf = getConf();
-        for (int i = 0; i < args.length; i++) {
-            String a = args[i];
-            if ((a.equals("-D") && i + 1 < args.length) || (a.startsWith("-D") && a.length() > 2)) {
-                // ToolRunner takes -D only before the first other argument; accept it anywhere
-                String kv = a.equals("-D") ? args[++i] : a.substring(2);
-                int eq = kv.indexOf('=');
-                if (eq <= 0) {
-                    System.err.println("WordCount: -D needs key=value: " + kv);
-                    return 2;
-                }
-                conf.set(kv.substring(0, eq), kv.substring(eq + 1));
-            } else if (a.equals("--input-format") && i + 1 < args.length) {
-                format = args[++i];
-            } else if (a.startsWith("--input-format=")) {
-                format = a.substring("--input-format=".length());
-            } else if (a.equals("--read-only")) {
-                readOnly = true;
-            } else if (a.equals("--reducers") && i + 1 < args.length) {
-                reducers = Integer.parseInt(args[++i]);
-            } else if (a.equals("-h") || a.equals("--help")) {
-                usage(System.out);
-                return 0;
-            } else if (a.startsWith("--")) {
-                System.err.println("WordCount: unknown option " + a);
-                usage(System.err);
-                return 2;
-            } else {
-                paths.add(a);
-            }
+        JobArgs a = JobArgs.parse("WordCount", args, conf, Set.of("--input-format", "--reducers"), Set.of("--read-only"), WordCount::usage);
+        if (a.exit != null) {
+            return a.exit;
         }
+        String format = a.options.getOrDefault("--input-format", "bfo");
+        boolean readOnly = a.flags.contains("--read-only");
+        int reducers = Integer.parseInt(a.options.getOrDefault("--reducers", "1"));
+        List<String> paths = a.paths;
         if (paths.size() < (readOnly ? 1 : 2)) {
             usage(System.err);
             return 2;
@@ -194,10 +164,8 @@ public class WordCount extends Configured implements Tool {
         if (conf.getLong(BfoInputConfig.SPLIT_MAXSIZE, 0) <= 0) {
             conf.setLong(BfoInputConfig.SPLIT_MAXSIZE, maxSplit);
         }
-        if (conf.get("mapreduce.client.completion.pollinterval") == null) {
-            conf.setInt("mapreduce.client.completion.pollinterval", 50);   // not 5 s: the job's time is measured
-        }
-        Job job = Job.getInstance(conf, (readOnly ? "read-only count (" : "wordcount (") + format + ")");
+        Job job = Job.getInstance(JobReport.timed(conf),
+                (readOnly ? "read-only count (" : "wordcount (") + format + ")");
         if (conf.get(MRJobConfig.JAR) == null) {
             // a job jar the user named (-D mapreduce.job.jar=...) wins over the jar this class came from
             job.setJarByClass(WordCount.class);
@@ -223,38 +191,9 @@ public class WordCount extends Configured implements Tool {
             job.setOutputFormatClass(TextOutputFormat.class);
             FileOutputFormat.setOutputPath(job, new Path(paths.get(paths.size() - 1)));
         }
-        long t0 = System.nanoTime();
         // submit() lists the input and plans the splits (getSplits runs in the client): timed on its own, since
         // listing costs differ widely between input formats and file systems.
-        try {
-            job.submit();
-        } catch (IOException e) {
-            // a missing input path, an empty glob, an existing output directory...: one clear line, no trace
-            System.err.println("WordCount: the job could not be submitted: " + e.getMessage());
-            return 1;
-        }
-        long t1 = System.nanoTime();
-        boolean ok = job.waitForCompletion(false);
-        long t2 = System.nanoTime();
-        PrintStream out = System.out;
-        out.printf(Locale.ROOT, "job: %s, input format %s, %s in %.3f s%n", job.getJobName(),
-                inputFormat.getSimpleName(), ok ? "succeeded" : "FAILED", (t2 - t0) / 1e9);
-        out.printf(Locale.ROOT, "  submit (listing, split planning) %.3f s, run %.3f s%n", (t1 - t0) / 1e9,
-                (t2 - t1) / 1e9);
-        Counters counters = job.getCounters();
-        if (counters != null) {
-            for (CounterGroup g : counters) {
-                out.println("  " + g.getDisplayName());
-                for (Counter c : g) {
-                    out.println("    " + c.getDisplayName() + "=" + c.getValue());
-                }
-            }
-        }
-        if (!ok) {
-            System.err.println("WordCount: the job failed" + (job.getStatus() != null && job.getStatus()
-                    .getFailureInfo() != null ? ": " + job.getStatus().getFailureInfo() : ""));
-        }
-        return ok ? 0 : 1;
+        return JobReport.run(job, "WordCount", "input format " + inputFormat.getSimpleName());
     }
 
     public static void main(String[] args) throws Exception {
