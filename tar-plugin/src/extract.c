@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Extract: tar's calls while it extracts.  Its new files' fds are captured,
- * their write()s buffered and their fd metadata deferred into the queue;
- * a call that may depend on a pending file flushes it first; a call the
- * plugin does not defer hands the file back to libc.
+ * Extract: tar's calls while it extracts.  Its new files are made unnamed
+ * (extract_name.c) and their fds captured, their write()s buffered and
+ * their fd metadata deferred into the queue; a call that may depend on a
+ * pending file (or name) flushes it first; a call the plugin does not
+ * defer hands the file's I/O back to libc.
  */
 #include "extract.h"
 
@@ -14,7 +15,8 @@
 
 struct extract_state ex = { .errfd = -1, .queue_files = QUEUE_FILES_MAX };
 
-/* tar opened path for writing, fd is the new file: capture it. */
+/* tar opened path for writing, fd is the new file (named by tar's own
+ * open): capture it. */
 static void capture(int dirfd, int fd, const char *path)
 {
 	struct wfile *w;
@@ -25,25 +27,25 @@ static void capture(int dirfd, int fd, const char *path)
 	    sb.st_size != 0 || (di = note_dev(dirfd, path, sb.st_dev)) < 0)
 		return;
 	ex.dirty = 1;
-	if (!reserve((unsigned)di, dev_block((unsigned)di)) || !(w = calloc(1, sizeof(*w))))
+	if (!reserve((unsigned)di, dev_block((unsigned)di)) || !(w = wfile_new(path, (unsigned)di)))
 		return;         /* little room left: tar writes it itself */
-	w->name = strdup(path);
-	if (!w->name || queue_add(w) < 0) {
+	if (queue_add(w) < 0) {
 		wfile_free(w);
 		return;
 	}
-	w->fd = fd;
-	w->dev = sb.st_dev;
-	w->ino = sb.st_ino;
-	w->uid = sb.st_uid;
-	w->gid = sb.st_gid;
-	w->setid = (sb.st_mode & (S_ISUID | S_ISGID)) != 0;
-	w->di = (unsigned)di;
-	ex.wtab[fd] = w;
-	counters.xfiles++;
+	wfile_hold(w, fd, &sb);
 }
 
+/* A file of tar's whose writes and metadata the plugin takes. */
 struct wfile *captured(int fd)
+{
+	struct wfile *w = (unsigned)fd < FDTAB_MAX ? ex.wtab[fd] : NULL;
+
+	return w && !w->libc ? w : NULL;
+}
+
+/* A file of tar's the plugin holds (its close is the plugin's). */
+struct wfile *held(int fd)
 {
 	return (unsigned)fd < FDTAB_MAX ? ex.wtab[fd] : NULL;
 }
@@ -69,14 +71,30 @@ int write_open(int flags)
 	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
 }
 
-void before_open(int dirfd, const char *path, int flags, int by_openat)
+static int excl_create(int flags)
 {
-	if (!write_open(flags))
-		return;
-	if ((flags & O_CREAT) && by_openat)     /* tar's extract opens; its archive uses open() */
+	return (flags & O_ACCMODE) == O_WRONLY && (flags & O_CREAT) && (flags & O_EXCL) &&
+	       !(flags & (O_APPEND | O_PATH | O_DIRECT | O_SYNC | O_DSYNC)) && (flags & __O_TMPFILE) != __O_TMPFILE;
+}
+
+/*
+ * Before tar's open: a name it reaches that is pending gets its file
+ * first.  tar's create of a new file (O_EXCL) is made unnamed here: its
+ * fd, or -1 (the real open is to run).
+ */
+int before_open(int dirfd, const char *path, int flags, mode_t mode, int by_openat)
+{
+	int create = excl_create(flags) && by_openat, fd;
+
+	if (write_open(flags) && (flags & O_CREAT) && by_openat)  /* tar's extract opens; its archive uses open() */
 		start_extracting();
-	if (!((flags & O_CREAT) && (flags & O_EXCL)))
+	if (pending() && names_reach(dirfd, path))
+		flush_queue();
+	if (create && ex.extracting && (fd = unnamed_create(dirfd, path, flags, mode)) >= 0)
+		return fd;
+	if (write_open(flags) && !((flags & O_CREAT) && (flags & O_EXCL)))
 		flush_if_pending(dirfd, path, (flags & O_NOFOLLOW) != 0);
+	return -1;
 }
 
 void after_open(int dirfd, int fd, const char *path, int flags)
@@ -100,7 +118,7 @@ void after_open(int dirfd, int fd, const char *path, int flags)
 /* tar closes a captured fd: queued (we keep the fd), flushed at the bounds. */
 int close_captured(int fd)
 {
-	struct wfile *w = captured(fd);
+	struct wfile *w = held(fd);
 	int saved;
 
 	if (!w || !xenter())
@@ -108,7 +126,8 @@ int close_captured(int fd)
 	saved = errno;
 	w->closed = 1;
 	ex.wtab[fd] = NULL;
-	if (ex.nq >= ex.queue_files || ex.queued_bytes >= QUEUE_BYTES)
+	/* the queue's descriptors: its files' and their directories' */
+	if (ex.nq + xdirs_open() >= ex.queue_files || ex.queued_bytes >= QUEUE_BYTES)
 		flush_queue_behind();
 	errno = saved;
 	leave();
@@ -204,25 +223,29 @@ int defer_chmod(int fd, mode_t mode)
 	return defer_hook(fd, &m);
 }
 
-/* Name-based calls: flushed first when they reach a pending file. */
+/* Name-based calls: flushed first when they reach a pending file or name,
+ * or its directory. */
 void by_name(int dirfd, const char *path, int flags)
 {
+	int saved;
+
 	if (ex.extracting)
 		ex.dirty = 1;      /* metadata by name: committed at exit too */
-	if (pending() && xenter()) {
-		int saved = errno;
-
+	if (!xenter())
+		return;
+	saved = errno;
+	if (pending()) {
 		if ((flags & AT_EMPTY_PATH) && path && !*path && captured(dirfd))
 			detach(dirfd);
 		else
 			flush_if_pending(dirfd, path, (flags & AT_SYMLINK_NOFOLLOW) != 0);
-		errno = saved;
-		leave();
 	}
+	errno = saved;
+	leave();
 }
 
 /* utimensat() by name: metadata committed at exit too; flushed first when
- * it reaches a pending file. */
+ * it reaches a pending file or name, or its directory. */
 void note_metadata_by_name(int dirfd, const char *path, int flags)
 {
 	int saved;
@@ -236,16 +259,57 @@ void note_metadata_by_name(int dirfd, const char *path, int flags)
 	leave();
 }
 
-/* Calls that may depend on any pending file (links, renames, unlinks). */
+/* Calls that may depend on any pending file (links, renames, unlinks, a
+ * directory's listing); they may change what a directory's name leads to. */
 void flush_all_first(void)
 {
-	if (pending() && xenter()) {
+	if (xenter()) {
 		int saved = errno;
 
-		flush_queue();
+		xdir_names_changed();
+		if (pending())
+			flush_queue();
 		errno = saved;
 		leave();
 	}
+}
+
+/* tar closes fd (before libc does). */
+void closing_fd(int fd)
+{
+	if (ex.extracting && xenter()) {
+		xdir_dirfd_closed(fd);
+		leave();
+	}
+}
+
+/* tar creates something by name (a directory, a symlink, a node): a
+ * pending name it reaches gets its file first. */
+void name_call(int dirfd, const char *path)
+{
+	int saved;
+
+	if (!xenter())
+		return;
+	saved = errno;
+	if (pending() && names_reach(dirfd, path))
+		flush_queue();
+	errno = saved;
+	leave();
+}
+
+/* tar looks a name up (stat): a pending name it reaches has its file. */
+void looking(int dirfd, const char *path)
+{
+	int saved;
+
+	if (!xenter())
+		return;
+	saved = errno;
+	if (pending() && names_reach(dirfd, path))
+		flush_queue();
+	errno = saved;
+	leave();
 }
 
 /* tar creates something by name: extraction has begun; it takes room. */
@@ -284,6 +348,20 @@ void give_back(int fd)
 
 		detach(fd);
 		errno = saved;
+		leave();
+	}
+}
+
+/* tar's fstat of a file it holds that has no name yet: one link, as
+ * plain tar's has. */
+void stat_unnamed_fd(int fd, struct stat *sb)
+{
+	struct wfile *w;
+
+	if (held(fd) && xenter()) {
+		w = held(fd);
+		if (w && unnamed(w) && sb->st_nlink == 0)
+			sb->st_nlink = 1;
 		leave();
 	}
 }

@@ -66,8 +66,10 @@ void final_flush(void)
 
 	for (int fd = 0; fd < FDTAB_MAX && ex.nq; fd++)
 		if (ex.wtab[fd] && !ex.wtab[fd]->closed)
-			ex.wtab[fd] = NULL;        /* tar never closed it: written, left open */
+			ex.wtab[fd] = NULL;        /* tar never closed it: written, named, left open */
+	ex.final = 1;
 	flush_queue();
+	ex.final = 0;
 	if (!ex.dirty)
 		return;
 	ex.dirty = 0;

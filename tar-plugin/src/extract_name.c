@@ -1,0 +1,485 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Extract: tar's new regular files are made unnamed and take their names
+ * only once whole, so that a kill at any point leaves each file absent or
+ * whole, never empty or partial.
+ *
+ * tar creates a file with openat(dirfd, NAME, O_WRONLY|O_CREAT|O_EXCL).
+ * The plugin checks that NAME is free (fstatat, no symlink followed) and
+ * makes the file with O_TMPFILE in NAME's directory instead (held open,
+ * O_PATH, until its files have their names).  The file takes NAME (linkat
+ * of its descriptor where the kernel allows it, else of /proc/self/fd/N)
+ * when the queue is flushed, after its data and metadata.  Until then NAME is pending: a name-based call of
+ * tar's that reaches it (any component of its path) or the metadata of its
+ * directory flushes the queue first, so tar sees what plain tar sees; a
+ * name that exists or is pending goes to tar's own openat, which fails
+ * with plain tar's EEXIST.
+ *
+ * Where O_TMPFILE is refused (a file system without it, no /proc), tar's
+ * own open runs: the file has its name from the start, as in plain tar.
+ */
+#include "extract.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A directory tar makes files in, held until they have their names. */
+struct xdir {
+	int fd;                 /* O_PATH | O_DIRECTORY */
+	dev_t dev;
+	ino_t ino;
+	unsigned refs;          /* atomic: its unnamed files, and the cache */
+};
+
+static unsigned xdirs_live;     /* atomic: descriptors the xdirs hold */
+
+/* tar's thread: the last directory files were made in, and tar's name for
+ * it, trusted until tar closes that dirfd, or links, renames or removes
+ * anything (tar's archives list a directory's files together: one lookup
+ * of it). */
+static struct xdir *xcache;
+static struct {
+	int dirfd;
+	char *part;
+} xkey = { .dirfd = -1 };
+
+void xdir_put(struct xdir *d)
+{
+	if (d && __atomic_sub_fetch(&d->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		real_close(d->fd);
+		free(d);
+		__atomic_sub_fetch(&xdirs_live, 1, __ATOMIC_RELAXED);
+	}
+}
+
+int xdir_fd(const struct xdir *d)
+{
+	return d->fd;
+}
+
+unsigned xdirs_open(void)
+{
+	return __atomic_load_n(&xdirs_live, __ATOMIC_RELAXED);
+}
+
+/* tar's name for the cached directory may lead elsewhere now. */
+void xdir_names_changed(void)
+{
+	free(xkey.part);
+	xkey.part = NULL;
+	xkey.dirfd = -1;
+}
+
+/* tar closes fd: a name relative to it means nothing any more. */
+void xdir_dirfd_closed(int fd)
+{
+	if (xkey.part && fd == xkey.dirfd)
+		xdir_names_changed();
+}
+
+/* Out of descriptors: the cache's goes back (tar's own open comes first). */
+static void xcache_drop(void)
+{
+	xdir_names_changed();
+	xdir_put(xcache);
+	xcache = NULL;
+}
+
+static void xcache_name(int dirfd, const char *part)
+{
+	if (xkey.part && xkey.dirfd == dirfd && !strcmp(xkey.part, part))
+		return;
+	xdir_names_changed();
+	if ((xkey.part = strdup(part)))
+		xkey.dirfd = dirfd;
+}
+
+/* The directory part of tar's path, held (a reference for the caller). */
+static struct xdir *xdir_get(int dirfd, const char *part)
+{
+	struct stat sb;
+	struct xdir *d;
+	int fd;
+
+	if (xcache && xkey.part && xkey.dirfd == dirfd && !strcmp(xkey.part, part)) {
+		__atomic_add_fetch(&xcache->refs, 1, __ATOMIC_RELAXED);
+		return xcache;
+	}
+	if (real_fstatat(dirfd, part, &sb, 0) < 0 || !S_ISDIR(sb.st_mode))
+		return NULL;
+	if (xcache && xcache->dev == sb.st_dev && xcache->ino == sb.st_ino) {
+		__atomic_add_fetch(&xcache->refs, 1, __ATOMIC_RELAXED);
+		xcache_name(dirfd, part);
+		return xcache;
+	}
+	fd = real_openat(dirfd, part, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 && (errno == EMFILE || errno == ENFILE) && (fds_released() || xcache)) {
+		xcache_drop();
+		fd = real_openat(dirfd, part, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	}
+	if (fd < 0)
+		return NULL;
+	if (real_fstat(fd, &sb) < 0 || !(d = malloc(sizeof(*d)))) {
+		real_close(fd);
+		return NULL;
+	}
+	*d = (struct xdir){ .fd = fd, .dev = sb.st_dev, .ino = sb.st_ino, .refs = 2 };
+	__atomic_add_fetch(&xdirs_live, 1, __ATOMIC_RELAXED);
+	xdir_put(xcache);
+	xcache = d;
+	xcache_name(dirfd, part);
+	return d;
+}
+
+/* ------------------------------------------------------------ where O_TMPFILE works */
+
+static struct {
+	int proc;               /* -1 unknown, 0 no /proc/self/fd (no unnamed files), 1 */
+	dev_t no[MAX_DEVS];     /* file systems that refused O_TMPFILE */
+	unsigned nno;
+} tf = { .proc = -1 };
+
+static int tmpfile_ok(dev_t dev)
+{
+	struct stat sb;
+
+	if (tf.proc < 0)
+		tf.proc = real_fstatat(AT_FDCWD, "/proc/self/fd", &sb, 0) == 0;
+	if (!tf.proc)
+		return 0;
+	for (unsigned i = 0; i < tf.nno; i++)
+		if (tf.no[i] == dev)
+			return 0;
+	return 1;
+}
+
+static void tmpfile_refused(dev_t dev)
+{
+	if (tf.nno < MAX_DEVS)
+		tf.no[tf.nno++] = dev;
+}
+
+/* path as its directory part (malloc'd; "." for none) and its last name;
+ * 0 where that is not a plain name in a directory. */
+static int split(const char *path, char **part, const char **base)
+{
+	const char *s = strrchr(path, '/');
+	size_t n;
+
+	*base = s ? s + 1 : path;
+	if (!**base || !strcmp(*base, ".") || !strcmp(*base, ".."))
+		return 0;
+	n = s ? (size_t)(s - path) : 0;
+	if (s && n == 0)
+		n = 1;          /* "/name" */
+	*part = n ? strndup(path, n) : strdup(".");
+	return *part != NULL;
+}
+
+/* ------------------------------------------------------------ pending names */
+
+/*
+ * The names of the unnamed files (queued, or in the flusher's generation):
+ * a set of their hashes for a quick look at every component of a path
+ * tar names, and their directory and hash for the exact answer.  Rebuilt
+ * when files take their names (tar's thread only).
+ */
+#define NAME_SLOTS 8192u        /* four times the files queued and in flight at most */
+
+struct pname {
+	dev_t dev;              /* its directory */
+	ino_t ino;
+	uint64_t bh;
+};
+
+static struct {
+	uint64_t h[NAME_SLOTS]; /* 0: empty */
+	unsigned n;
+	int full;               /* every name may be pending */
+	struct pname *g;        /* the generation in flight */
+	unsigned ng, gcap;
+} pn;
+
+static uint64_t hash_name(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+	return h | 1;
+}
+
+static void table_add(uint64_t h)
+{
+	unsigned i = (unsigned)h & (NAME_SLOTS - 1);
+
+	if (2 * (pn.n + 1) > NAME_SLOTS) {
+		pn.full = 1;
+		return;
+	}
+	for (; pn.h[i]; i = (i + 1) & (NAME_SLOTS - 1))
+		if (pn.h[i] == h)
+			return;
+	pn.h[i] = h;
+	pn.n++;
+}
+
+static int table_has(uint64_t h)
+{
+	if (pn.full)
+		return 1;
+	for (unsigned i = (unsigned)h & (NAME_SLOTS - 1); pn.h[i]; i = (i + 1) & (NAME_SLOTS - 1))
+		if (pn.h[i] == h)
+			return 1;
+	return 0;
+}
+
+int unnamed(const struct wfile *w)
+{
+	return w->dir && !w->named;
+}
+
+void names_add(const struct wfile *w)
+{
+	if (unnamed(w))
+		table_add(w->bh);
+}
+
+void names_rebuild(void)
+{
+	memset(pn.h, 0, sizeof(pn.h));
+	pn.n = 0;
+	pn.full = 0;
+	for (unsigned i = 0; i < ex.nq; i++)
+		names_add(ex.queue[i]);
+	for (unsigned i = 0; i < pn.ng; i++)
+		table_add(pn.g[i].bh);
+}
+
+/* The flusher takes g[0..n): their names stay pending until it is done. */
+void names_handoff(struct wfile *const *g, unsigned n)
+{
+	if (n > pn.gcap) {
+		struct pname *p = realloc(pn.g, n * sizeof(*p));
+
+		if (!p) {
+			pn.full = 1;    /* every name may be pending until the generation is done */
+			pn.ng = 0;
+			return;
+		}
+		pn.g = p;
+		pn.gcap = n;
+	}
+	pn.ng = 0;
+	for (unsigned i = 0; i < n; i++)
+		if (unnamed(g[i]))
+			pn.g[pn.ng++] = (struct pname){ g[i]->dir->dev, g[i]->dir->ino, g[i]->bh };
+}
+
+void names_generation_done(void)
+{
+	pn.ng = 0;
+	names_rebuild();
+}
+
+static int name_pending(dev_t dev, ino_t ino, uint64_t bh)
+{
+	if (!table_has(bh))
+		return 0;
+	for (unsigned i = 0; i < ex.nq; i++) {
+		const struct wfile *w = ex.queue[i];
+
+		if (unnamed(w) && w->bh == bh && w->dir->dev == dev && w->dir->ino == ino)
+			return 1;
+	}
+	for (unsigned i = 0; i < pn.ng; i++)
+		if (pn.g[i].bh == bh && pn.g[i].dev == dev && pn.g[i].ino == ino)
+			return 1;
+	return pn.full;
+}
+
+/* Whether the directory dev/ino holds a pending name (its metadata would
+ * change when the name comes). */
+int names_dir_holds(dev_t dev, ino_t ino)
+{
+	for (unsigned i = 0; i < ex.nq; i++) {
+		const struct wfile *w = ex.queue[i];
+
+		if (unnamed(w) && w->dir->dev == dev && w->dir->ino == ino)
+			return 1;
+	}
+	for (unsigned i = 0; i < pn.ng; i++)
+		if (pn.g[i].dev == dev && pn.g[i].ino == ino)
+			return 1;
+	return pn.full && (pn.n || pn.ng);
+}
+
+/*
+ * Whether tar's path may reach a pending name: its last component is one
+ * in the directory the rest leads to, or any other component has the name
+ * of one (pending files are no directories: plain tar would meet ENOTDIR
+ * there; conservatively yes).
+ */
+int names_reach(int dirfd, const char *path)
+{
+	const char *s, *e, *r;
+	char dir[PATH_MAX];
+	struct stat sb;
+	uint64_t h;
+	size_t n;
+
+	if ((!pn.n && !pn.full) || !path)
+		return 0;
+	for (s = path; *s; s = e) {
+		while (*s == '/')
+			s++;
+		for (e = s; *e && *e != '/'; e++)
+			;
+		if (e == s)
+			break;
+		h = hash_name(s, (size_t)(e - s));
+		if (!table_has(h))
+			continue;
+		for (r = e; *r == '/'; r++)
+			;
+		if (*r)
+			return 1;
+		n = (size_t)(s - path);
+		if (n >= sizeof(dir))
+			return 1;
+		memcpy(dir, path, n);
+		dir[n] = '\0';
+		if (real_fstatat(dirfd, n ? dir : ".", &sb, 0) < 0)
+			return 1;
+		return name_pending(sb.st_dev, sb.st_ino, h);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ creating */
+
+/*
+ * Whether tar's create of base in d goes ahead unnamed: 1 when the name is
+ * free; 0 when tar's own open is to say it exists (a pending name gets its
+ * file first).
+ */
+static int name_free(struct xdir *d, const char *base, uint64_t bh)
+{
+	struct stat sb;
+
+	if (name_pending(d->dev, d->ino, bh)) {
+		flush_queue();
+		return 0;
+	}
+	return real_fstatat(d->fd, base, &sb, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
+}
+
+/* The unnamed file in d for tar's open (its flags and mode), or -1. */
+static int open_unnamed(struct xdir *d, int flags, mode_t mode)
+{
+	int tflags = O_TMPFILE | O_WRONLY | (flags & (O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+	int fd = real_openat(d->fd, ".", tflags, mode);
+
+	if (fd < 0 && (errno == EMFILE || errno == ENFILE) && fds_released())
+		fd = real_openat(d->fd, ".", tflags, mode);
+	if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL))
+		tmpfile_refused(d->dev);
+	else if (fd < 0 && (errno == EMFILE || errno == ENFILE))
+		xcache_drop();  /* no room for the directory's handle beside the file: tar's open names it */
+	return fd;
+}
+
+/*
+ * tar's openat(dirfd, path, O_WRONLY|O_CREAT|O_EXCL, mode), made unnamed
+ * and captured: its fd, or -1 (tar's own openat is to run: the name
+ * exists or is pending, or the file cannot be made unnamed here).
+ */
+int unnamed_create(int dirfd, const char *path, int flags, mode_t mode)
+{
+	int fd = -1, di;
+	struct wfile *w = NULL;
+	struct xdir *d = NULL;
+	const char *base;
+	struct stat sb;
+	char *part;
+	uint64_t bh;
+
+	if (!split(path, &part, &base))
+		return -1;
+	d = xdir_get(dirfd, part);
+	free(part);
+	if (!d || !tmpfile_ok(d->dev) || (di = note_dev(dirfd, path, d->dev)) < 0)
+		goto no;
+	ex.dirty = 1;
+	if (!reserve((unsigned)di, dev_block((unsigned)di)))
+		goto no;        /* little room left: tar writes it itself */
+	bh = hash_name(base, strlen(base));
+	if (!name_free(d, base, bh) || !(w = wfile_new(path, (unsigned)di)) ||
+	    !(w->base = strdup(base)) || (fd = open_unnamed(d, flags, mode)) < 0 ||
+	    fd >= FDTAB_MAX || ex.wtab[fd] || real_fstat(fd, &sb) < 0 || queue_add(w) < 0)
+		goto no;
+	wfile_hold(w, fd, &sb);
+	w->dir = d;
+	w->bh = bh;
+	names_add(w);
+	return fd;
+no:
+	if (fd >= 0)
+		real_close(fd);
+	if (w)
+		wfile_free(w);  /* (not queued: queue_add is the last step that fails) */
+	xdir_put(d);
+	return -1;
+}
+
+/* ------------------------------------------------------------ naming */
+
+/* w's file (unnamed) linked as name in its directory: by its descriptor
+ * where the kernel lets us (CAP_DAC_READ_SEARCH: no lookup of
+ * /proc/self/fd/N), else through /proc. */
+int name_link(struct wfile *w, const char *name)
+{
+	static int by_fd = -1;  /* atomic: -1 untried, 1 works, 0 refused */
+	int how = __atomic_load_n(&by_fd, __ATOMIC_RELAXED);
+	char p[48];
+
+	if (how) {
+		if (real_linkat(w->fd, "", w->dir->fd, name, AT_EMPTY_PATH) == 0) {
+			__atomic_store_n(&by_fd, 1, __ATOMIC_RELAXED);
+			return 0;
+		}
+		if (errno != ENOENT && errno != EPERM)
+			return -1;
+		if (how > 0)
+			return -1;      /* it worked before: the directory is gone */
+	}
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", w->fd);
+	if (real_linkat(AT_FDCWD, p, w->dir->fd, name, AT_SYMLINK_FOLLOW) < 0)
+		return -1;
+	__atomic_store_n(&by_fd, 0, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/*
+ * q[0..n)'s files, written and their metadata applied, take their names
+ * (those tar closed; with final, all).  Runs where write_out runs.
+ */
+void name_files(struct wfile **q, unsigned n, int final)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct wfile *w = q[i];
+
+		if (!unnamed(w) || (!w->closed && !final))
+			continue;
+		if (name_link(w, w->base) < 0)
+			report(w, "Cannot open", errno);
+		else
+			__atomic_add_fetch(&counters.xlinked, 1, __ATOMIC_RELAXED);
+		w->named = 1;
+	}
+}
