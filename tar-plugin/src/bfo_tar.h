@@ -13,7 +13,7 @@
  *	tar_sort.c            the --sort order tar was given
  *	create*.c             tar -c: listings, lots, serving tar's reads
  *	extract*.c            tar -x: the queue, the flusher and syncer, free space,
- *	                      files named once whole
+ *	                      files named once whole, replacements
  *	archive_ahead.c       tar -x: reading tar's archive ahead of it
  *
  * Interposition follows libeatmydata: a thread-local guard passes through
@@ -98,7 +98,10 @@ struct counters {
 	uint64_t xread_ahead;   /* atomic: the archive read-ahead thread adds to it */
 	uint64_t xqueue_files;  /* the queue's bound, from tar's descriptor limit */
 	uint64_t xfd_waits;     /* opens of tar's retried after the queue gave descriptors back */
-	uint64_t xlinked;       /* atomic (the flusher adds): files made unnamed that took their names */
+	/* atomic (the flusher adds to them): files made unnamed that took
+	 * their names by a link of their own, through the journal over an
+	 * older file, by a rename of our own over an older file */
+	uint64_t xlinked, xreplaced, xrenamed;
 };
 
 extern struct counters counters;
@@ -154,9 +157,12 @@ void flush_all_first(void);
 void note_extracting(void);
 void note_metadata_by_name(int dirfd, const char *path, int flags);
 int stat_saw_pending(int r, const struct stat *sb);
-void give_back(int fd);
+void give_back(int fd, int seek);
 void stat_unnamed_fd(int fd, struct stat *sb);
+int unlink_deferred(int dirfd, const char *path, int flags);
 void name_call(int dirfd, const char *path);
+int link_replaced(int od, const char *op, int nd, const char *np, int flags, const char *target);
+void create_failed(int dirfd, const char *path);
 void looking(int dirfd, const char *path);
 int write_open(int flags);
 int pending(void);

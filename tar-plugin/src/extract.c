@@ -27,6 +27,7 @@ static void capture(int dirfd, int fd, const char *path)
 	    sb.st_size != 0 || (di = note_dev(dirfd, path, sb.st_dev)) < 0)
 		return;
 	ex.dirty = 1;
+	ours_add(sb.st_dev, sb.st_ino);
 	if (!reserve((unsigned)di, dev_block((unsigned)di)) || !(w = wfile_new(path, (unsigned)di)))
 		return;         /* little room left: tar writes it itself */
 	if (queue_add(w) < 0) {
@@ -78,20 +79,25 @@ static int excl_create(int flags)
 }
 
 /*
- * Before tar's open: a name it reaches that is pending gets its file
- * first.  tar's create of a new file (O_EXCL) is made unnamed here: its
- * fd, or -1 (the real open is to run).
+ * Before tar's open: what it unlinked just before is unlinked now, unless
+ * this is its create of that name; a name it reaches that is pending gets
+ * its file first.  tar's create of a new file (O_EXCL) is made unnamed
+ * here: its fd, or -1 (the real open is to run).
  */
 int before_open(int dirfd, const char *path, int flags, mode_t mode, int by_openat)
 {
 	int create = excl_create(flags) && by_openat, fd;
 
+	if (!victim_is(dirfd, path) || !create)
+		victim_settle();
+	note_eexist(-1, NULL);
 	if (write_open(flags) && (flags & O_CREAT) && by_openat)  /* tar's extract opens; its archive uses open() */
 		start_extracting();
 	if (pending() && names_reach(dirfd, path))
 		flush_queue();
 	if (create && ex.extracting && (fd = unnamed_create(dirfd, path, flags, mode)) >= 0)
 		return fd;
+	victim_settle();
 	if (write_open(flags) && !((flags & O_CREAT) && (flags & O_EXCL)))
 		flush_if_pending(dirfd, path, (flags & O_NOFOLLOW) != 0);
 	return -1;
@@ -101,14 +107,19 @@ void after_open(int dirfd, int fd, const char *path, int flags)
 {
 	struct stat sb;
 
-	if (fd < 0)
+	if (fd < 0) {
+		if (errno == EEXIST && excl_create(flags))
+			note_eexist(dirfd, path);       /* tar may unlink it next and open again */
 		return;
+	}
 	if ((flags & O_ACCMODE) == O_WRONLY && (flags & O_CREAT) &&
 	    (flags & (O_EXCL | O_TRUNC)) && !(flags & (O_APPEND | O_PATH | O_DIRECT | O_SYNC | O_DSYNC)) &&
 	    !(flags & __O_TMPFILE)) {
 		capture(dirfd, fd, path);
 		return;
 	}
+	if ((flags & O_CREAT) && ex.extracting && real_fstat(fd, &sb) == 0)
+		ours_add(sb.st_dev, sb.st_ino);
 	/* A file opened some other way (O_PATH for metadata, read) may be a
 	 * pending one: what tar then sees must be complete. */
 	if (pending() && real_fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && pending_inode(sb.st_dev, sb.st_ino))
@@ -223,8 +234,8 @@ int defer_chmod(int fd, mode_t mode)
 	return defer_hook(fd, &m);
 }
 
-/* Name-based calls: flushed first when they reach a pending file or name,
- * or its directory. */
+/* Name-based calls: what tar unlinked just before is unlinked now; flushed
+ * first when they reach a pending file or name, or its directory. */
 void by_name(int dirfd, const char *path, int flags)
 {
 	int saved;
@@ -234,6 +245,8 @@ void by_name(int dirfd, const char *path, int flags)
 	if (!xenter())
 		return;
 	saved = errno;
+	victim_settle();
+	note_eexist(-1, NULL);
 	if (pending()) {
 		if ((flags & AT_EMPTY_PATH) && path && !*path && captured(dirfd))
 			detach(dirfd);
@@ -254,6 +267,8 @@ void note_metadata_by_name(int dirfd, const char *path, int flags)
 		return;
 	saved = errno;
 	ex.dirty = 1;
+	victim_settle();
+	note_eexist(-1, NULL);
 	flush_if_pending(dirfd, path, (flags & AT_SYMLINK_NOFOLLOW) != 0);
 	errno = saved;
 	leave();
@@ -267,6 +282,8 @@ void flush_all_first(void)
 		int saved = errno;
 
 		xdir_names_changed();
+		victim_settle();
+		note_eexist(-1, NULL);
 		if (pending())
 			flush_queue();
 		errno = saved;
@@ -283,8 +300,55 @@ void closing_fd(int fd)
 	}
 }
 
-/* tar creates something by name (a directory, a symlink, a node): a
- * pending name it reaches gets its file first. */
+/* tar's unlinkat(): 1 when deferred (extract_name.c: tar replaces a file),
+ * and tar is told it succeeded. */
+int unlink_deferred(int dirfd, const char *path, int flags)
+{
+	int saved, r;
+
+	if (!ex.extracting || !xenter())
+		return 0;
+	saved = errno;
+	victim_settle();
+	r = defer_unlink(dirfd, path, flags);
+	errno = saved;
+	leave();
+	return r;
+}
+
+/* tar's link or symlink, over the name it unlinked just before, made to
+ * replace the old entry atomically: 1 if done (tar's call succeeded). */
+int link_replaced(int od, const char *op, int nd, const char *np, int flags, const char *target)
+{
+	int saved, r;
+
+	if (!ex.extracting || !xenter())
+		return 0;
+	saved = errno;
+	if (victim_is(nd, np) && pending())
+		flush_queue();  /* (the link's source may be pending) */
+	r = link_replacing(od, op, nd, np, flags, target);
+	errno = saved;
+	leave();
+	return r;
+}
+
+/* tar's create by name failed: on EEXIST it may unlink the name next and
+ * create again (extract_name.c). */
+void create_failed(int dirfd, const char *path)
+{
+	int saved = errno;
+
+	if (saved == EEXIST && ex.extracting && xenter()) {
+		note_eexist(dirfd, path);
+		leave();
+	}
+	errno = saved;
+}
+
+/* tar creates something by name (a directory, a symlink, a node): what it
+ * unlinked just before is unlinked now, a pending name it reaches gets its
+ * file first. */
 void name_call(int dirfd, const char *path)
 {
 	int saved;
@@ -292,13 +356,16 @@ void name_call(int dirfd, const char *path)
 	if (!xenter())
 		return;
 	saved = errno;
+	victim_settle();
+	note_eexist(-1, NULL);
 	if (pending() && names_reach(dirfd, path))
 		flush_queue();
 	errno = saved;
 	leave();
 }
 
-/* tar looks a name up (stat): a pending name it reaches has its file. */
+/* tar looks a name up (stat): what it unlinked is gone, a pending name it
+ * reaches has its file. */
 void looking(int dirfd, const char *path)
 {
 	int saved;
@@ -306,6 +373,7 @@ void looking(int dirfd, const char *path)
 	if (!xenter())
 		return;
 	saved = errno;
+	victim_settle();
 	if (pending() && names_reach(dirfd, path))
 		flush_queue();
 	errno = saved;
@@ -340,12 +408,15 @@ int stat_saw_pending(int r, const struct stat *sb)
 	return again;
 }
 
-/* Calls we do not defer on a captured fd: written out, handed to libc. */
-void give_back(int fd)
+/* Calls we do not defer on a captured fd: written out, handed to libc;
+ * seek: a seek or truncate (a sparse member, which tar lays out itself). */
+void give_back(int fd, int seek)
 {
 	if (captured(fd) && xenter()) {
 		int saved = errno;
 
+		if (seek)
+			captured(fd)->seeked = 1;
 		detach(fd);
 		errno = saved;
 		leave();
@@ -371,8 +442,9 @@ int extracting(void)
 	return ex.extracting;
 }
 
-/* After fork(): the flusher and the syncer stayed in the parent. */
+/* After fork(): the flusher, the syncer and the writers stayed in the parent. */
 void extract_forget(void)
 {
 	flusher_forget();
+	roots_forget();
 }

@@ -25,14 +25,17 @@
  * unlink, a write-open without O_EXCL, a stat that finds one), when tar
  * closes its archive and at exit, followed by one syncfs() per file
  * system (BFO_TAR_DURABILITY=none: no syncfs; see the syncer for the
- * ones before).  Data is queued only while it surely fits on its file
- * system (extract_space.c): a full file system is met by tar's own
- * write().  A file that grows beyond WFILE_MAX, or on which tar seeks,
- * truncates, syncs or dups (sparse members), is written out and its I/O
- * handed back to libc (it still takes its name at tar's close).  A
- * deferred write or metadata call that fails is reported the way tar
- * reports it ("tar: NAME: Cannot write: ...") and tar's exit status
- * becomes 2.
+ * ones before).  tar's unlink of a file that existed before it started,
+ * between its failed open and its next one, is deferred: the new file
+ * then replaces the old one atomically when it takes its name
+ * (extract_replace.c, through libbfo's journal).  Data is queued only
+ * while it surely fits on its file system (extract_space.c): a full file
+ * system is met by tar's own write().  A file that grows beyond
+ * WFILE_MAX, or on which tar seeks, truncates, syncs or dups (sparse
+ * members), is written out and its I/O handed back to libc (it still
+ * takes its name at tar's close).  A deferred write or metadata call that
+ * fails is reported the way tar reports it ("tar: NAME: Cannot write:
+ * ...") and tar's exit status becomes 2.
  */
 #ifndef BFO_TAR_EXTRACT_H
 #define BFO_TAR_EXTRACT_H
@@ -68,16 +71,20 @@ struct meta {
 };
 
 struct xdir;
+struct xroot;
 
 struct wfile {
 	int fd;
 	int closed;             /* tar closed it; we still hold the fd */
 	int libc;               /* tar's writes and metadata on it go to libc (detached) */
+	int seeked;             /* tar seeked or truncated it (a sparse member) */
 	char *name;             /* as tar named it, for messages */
 	dev_t dev;
 	ino_t ino;
 	uid_t uid;              /* its owner, as created or last chowned */
 	gid_t gid;
+	uid_t uid0;             /* its owner as created */
+	gid_t gid0;
 	int setid;              /* it may have set-id bits (a chown would clear them) */
 	unsigned di;            /* index of its file system (extract_space.c) */
 	uint64_t written;       /* bytes already in the file */
@@ -90,6 +97,10 @@ struct wfile {
 	char *base;             /* its name in dir */
 	uint64_t bh;            /* hash of base */
 	int named;              /* it has its name */
+	int replaces;           /* an older file has the name: replaced atomically */
+	struct xroot *root;     /* replaces: the journal's root (tar's directory), or NULL */
+	char *rel;              /* replaces: its path below root, or NULL */
+	int journal;            /* this flush: its buffered bytes go through the journal */
 };
 
 /* Extraction's state on tar's thread (extract.c). */
@@ -120,6 +131,7 @@ void final_flush(void);
 /* extract_queue.c */
 struct wfile *wfile_new(const char *name, unsigned di);
 void wfile_hold(struct wfile *w, int fd, const struct stat *sb);
+void write_one(struct wfile *w);
 void wfile_free(struct wfile *w);
 int queue_add(struct wfile *w);
 void write_out(struct wfile **q, unsigned n, int final);
@@ -142,8 +154,22 @@ void xdir_put(struct xdir *d);
 void xdir_names_changed(void);
 int xdir_fd(const struct xdir *d);
 unsigned xdirs_open(void);
+void note_eexist(int dirfd, const char *path);
+int defer_unlink(int dirfd, const char *path, int flags);
+int victim_is(int dirfd, const char *path);
+void victim_settle(void);
+int link_replacing(int od, const char *op, int nd, const char *np, int flags, const char *target);
 int unnamed(const struct wfile *w);
 int name_link(struct wfile *w, const char *name);
+void ours_add(dev_t dev, ino_t ino);
+
+/* extract_replace.c: a replacement takes its name through libbfo's journal */
+struct xroot *root_of(int dirfd);
+char *rel_path(const char *path);
+int replace_journal(const struct wfile *w, int final);
+void replace_files(struct wfile **q, unsigned n, int final);
+void roots_close(void);
+void roots_forget(void);
 
 /* extract_flusher.c */
 void flush_queue_behind(void);

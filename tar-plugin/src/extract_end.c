@@ -64,12 +64,14 @@ void final_flush(void)
 	struct stat sb;
 	int cwd;
 
+	victim_settle();
 	for (int fd = 0; fd < FDTAB_MAX && ex.nq; fd++)
 		if (ex.wtab[fd] && !ex.wtab[fd]->closed)
 			ex.wtab[fd] = NULL;        /* tar never closed it: written, named, left open */
 	ex.final = 1;
 	flush_queue();
 	ex.final = 0;
+	roots_close();
 	if (!ex.dirty)
 		return;
 	ex.dirty = 0;

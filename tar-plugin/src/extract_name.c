@@ -15,6 +15,16 @@
  * name that exists or is pending goes to tar's own openat, which fails
  * with plain tar's EEXIST.
  *
+ * Replacing.  On EEXIST, tar unlinks the name and opens it again.  When
+ * the name holds a non-directory that tar did not make (it was there
+ * before), the unlink is deferred (tar is told it succeeded), the next
+ * open makes the new file unnamed as above, and it replaces the old one
+ * atomically when it takes the name (extract_replace.c); if tar does
+ * anything else by name first, the unlink is carried out then.  A file
+ * tar made earlier in this run is unlinked at once, as plain tar does
+ * (ext4 then gives the next file its inode back, which tar's delayed
+ * links see).
+ *
  * Where O_TMPFILE is refused (a file system without it, no /proc), tar's
  * own open runs: the file has its name from the start, as in plain tar.
  */
@@ -40,8 +50,8 @@ static unsigned xdirs_live;     /* atomic: descriptors the xdirs hold */
 
 /* tar's thread: the last directory files were made in, and tar's name for
  * it, trusted until tar closes that dirfd, or links, renames or removes
- * anything (tar's archives list a directory's files together: one lookup
- * of it). */
+ * anything but the files it replaces (tar's archives list a directory's
+ * files together: one lookup of it). */
 static struct xdir *xcache;
 static struct {
 	int dirfd;
@@ -179,6 +189,59 @@ static int split(const char *path, char **part, const char **base)
 		n = 1;          /* "/name" */
 	*part = n ? strndup(path, n) : strdup(".");
 	return *part != NULL;
+}
+
+/* ------------------------------------------------------------ files tar made in this run */
+
+static struct {
+	struct { dev_t dev; ino_t ino; } *s;    /* open addressing; ino 0: empty */
+	size_t cap, n;
+} ours;
+
+static size_t ours_slot(dev_t dev, ino_t ino, size_t cap)
+{
+	return (size_t)(((uint64_t)ino * 0x9E3779B97F4A7C15ull) ^ (uint64_t)dev) & (cap - 1);
+}
+
+void ours_add(dev_t dev, ino_t ino)
+{
+	size_t i;
+
+	if (!ino)
+		return;
+	if (2 * (ours.n + 1) > ours.cap) {
+		size_t nc = ours.cap ? 2 * ours.cap : 4096;
+		__typeof__(ours.s) s = calloc(nc, sizeof(*s));
+
+		if (!s)
+			return;         /* unknown: its unlink is deferred like an older file's */
+		for (size_t k = 0; k < ours.cap; k++) {
+			if (!ours.s[k].ino)
+				continue;
+			for (i = ours_slot(ours.s[k].dev, ours.s[k].ino, nc); s[i].ino; i = (i + 1) & (nc - 1))
+				;
+			s[i] = ours.s[k];
+		}
+		free(ours.s);
+		ours.s = s;
+		ours.cap = nc;
+	}
+	for (i = ours_slot(dev, ino, ours.cap); ours.s[i].ino; i = (i + 1) & (ours.cap - 1))
+		if (ours.s[i].dev == dev && ours.s[i].ino == ino)
+			return;
+	ours.s[i].dev = dev;
+	ours.s[i].ino = ino;
+	ours.n++;
+}
+
+static int ours_has(dev_t dev, ino_t ino)
+{
+	if (!ours.cap)
+		return 0;
+	for (size_t i = ours_slot(dev, ino, ours.cap); ours.s[i].ino; i = (i + 1) & (ours.cap - 1))
+		if (ours.s[i].dev == dev && ours.s[i].ino == ino)
+			return 1;
+	return 0;
 }
 
 /* ------------------------------------------------------------ pending names */
@@ -361,28 +424,184 @@ int names_reach(int dirfd, const char *path)
 	return 0;
 }
 
+/* ------------------------------------------------------------ the deferred unlink */
+
+static struct {
+	int dirfd;              /* tar's last O_EXCL create that met EEXIST */
+	char *path;
+} ee = { .dirfd = -1 };
+
+static struct {
+	int active;
+	int dirfd;              /* as tar named it */
+	char *path;
+	struct xdir *dir;       /* its directory, held */
+	char *base;
+	uint64_t bh;
+	dev_t dev;              /* the old file */
+	ino_t ino;
+	char *settled;          /* the last one carried out before tar's open: not deferred again */
+} vic;
+
+void note_eexist(int dirfd, const char *path)
+{
+	free(ee.path);
+	ee.path = path ? strdup(path) : NULL;
+	ee.dirfd = dirfd;
+}
+
+/* Whether tar may unlink what is at sb from its directory d (a sticky
+ * directory lets only the owners and root), and create there. */
+static int may_replace(const struct stat *sb, const struct xdir *d)
+{
+	struct stat ds;
+	uid_t me = geteuid();
+
+	if (real_fstat(d->fd, &ds) < 0)
+		return 0;
+	if ((ds.st_mode & S_ISVTX) && me != 0 && sb->st_uid != me && ds.st_uid != me)
+		return 0;
+	return faccessat(d->fd, "", W_OK | X_OK, AT_EACCESS | AT_EMPTY_PATH) == 0 ||
+	       (errno == EINVAL && me == 0);    /* no faccessat2: root may */
+}
+
+/*
+ * tar's unlinkat(dirfd, path, flags): 1 when deferred (tar is told it
+ * succeeded), 0 when it runs now.  Deferred only right after tar's
+ * O_EXCL create of that very name met EEXIST (tar's way of replacing a
+ * file), for a non-directory tar did not make, where the new file can be
+ * made unnamed beside it.
+ */
+int defer_unlink(int dirfd, const char *path, int flags)
+{
+	int match = !flags && path && ee.path && ee.dirfd == dirfd && !strcmp(ee.path, path);
+	const char *base;
+	struct stat sb;
+	struct xdir *d;
+	char *part;
+
+	note_eexist(-1, NULL);
+	if (match && vic.settled && strcmp(vic.settled, path)) {
+		free(vic.settled);      /* another name: the guard below is for a retry of this one */
+		vic.settled = NULL;
+	}
+	if (!match || vic.active || (vic.settled && !strcmp(vic.settled, path)) ||
+	    real_fstatat(dirfd, path, &sb, AT_SYMLINK_NOFOLLOW) < 0 || S_ISDIR(sb.st_mode) ||
+	    ours_has(sb.st_dev, sb.st_ino) || !split(path, &part, &base))
+		return 0;
+	d = xdir_get(dirfd, part);
+	free(part);
+	if (!d || d->dev != sb.st_dev || !tmpfile_ok(d->dev) || !may_replace(&sb, d) ||
+	    !(vic.path = strdup(path)) || !(vic.base = strdup(base))) {
+		free(vic.path);
+		vic.path = NULL;
+		xdir_put(d);
+		return 0;
+	}
+	vic.active = 1;
+	vic.dirfd = dirfd;
+	vic.dir = d;
+	vic.bh = hash_name(base, strlen(base));
+	vic.dev = sb.st_dev;
+	vic.ino = sb.st_ino;
+	return 1;
+}
+
+/* Whether tar's call on dirfd/path is its open of the name it unlinked. */
+int victim_is(int dirfd, const char *path)
+{
+	return vic.active && vic.dirfd == dirfd && path && !strcmp(vic.path, path);
+}
+
+static void victim_drop(void)
+{
+	vic.active = 0;
+	free(vic.path);
+	free(vic.base);
+	xdir_put(vic.dir);
+	vic.path = vic.base = NULL;
+	vic.dir = NULL;
+	free(vic.settled);
+	vic.settled = NULL;
+}
+
+/* tar did something else after its unlink: the unlink is carried out now. */
+void victim_settle(void)
+{
+	if (!vic.active)
+		return;
+	real_unlinkat(vic.dirfd, vic.path, 0);
+	free(vic.settled);
+	vic.settled = vic.path;
+	vic.path = NULL;
+	free(vic.base);
+	vic.base = NULL;
+	xdir_put(vic.dir);
+	vic.dir = NULL;
+	vic.active = 0;
+}
+
+/*
+ * tar's linkat(od, op, nd, np) or symlinkat(target, nd, np) of the name it
+ * unlinked just before (a link member over an older file): made under a
+ * temporary name beside it and renamed over it, so that the name holds
+ * the old entry or the new one (a kill between the two leaves the
+ * temporary: README).  1 if done, 0 if tar's own call is to run (the
+ * unlink carried out first).
+ */
+int link_replacing(int od, const char *op, int nd, const char *np, int flags, const char *target)
+{
+	static unsigned seq;
+	char tmp[64];
+	int r;
+
+	if (!victim_is(nd, np))
+		return 0;
+	snprintf(tmp, sizeof(tmp), ".bfo-tmp.tar.%d.l%u", (int)getpid(), ++seq);
+	r = target ? real_symlinkat(target, vic.dir->fd, tmp) : real_linkat(od, op, vic.dir->fd, tmp, flags);
+	if (r < 0) {
+		victim_settle();
+		return 0;
+	}
+	if (real_renameat(vic.dir->fd, tmp, vic.dir->fd, vic.base) < 0) {
+		real_unlinkat(vic.dir->fd, tmp, 0);
+		victim_settle();
+		return 0;
+	}
+	victim_drop();
+	__atomic_add_fetch(&counters.xrenamed, 1, __ATOMIC_RELAXED);
+	return 1;
+}
+
 /* ------------------------------------------------------------ creating */
 
 /*
  * Whether tar's create of base in d goes ahead unnamed: 1 when the name is
- * free; 0 when tar's own open is to say it exists (a pending name gets its
- * file first).
+ * free, or holds the old file tar unlinked just before (is_vic; then
+ * *replaces); 0 when tar's own open is to say it exists (a pending name
+ * gets its file first).
  */
-static int name_free(struct xdir *d, const char *base, uint64_t bh)
+static int name_free(struct xdir *d, const char *base, uint64_t bh, int is_vic, int *replaces)
 {
 	struct stat sb;
 
+	*replaces = 0;
 	if (name_pending(d->dev, d->ino, bh)) {
 		flush_queue();
 		return 0;
 	}
-	return real_fstatat(d->fd, base, &sb, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
+	if (real_fstatat(d->fd, base, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT;
+	*replaces = is_vic && vic.dir->dev == d->dev && vic.dir->ino == d->ino && vic.bh == bh &&
+		    sb.st_dev == vic.dev && sb.st_ino == vic.ino;
+	return *replaces;
 }
 
 /* The unnamed file in d for tar's open (its flags and mode), or -1. */
-static int open_unnamed(struct xdir *d, int flags, mode_t mode)
+static int open_unnamed(struct xdir *d, int flags, mode_t mode, int replaces)
 {
-	int tflags = O_TMPFILE | O_WRONLY | (flags & (O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+	int tflags = O_TMPFILE | (flags & (O_CLOEXEC | O_NONBLOCK | O_NOCTTY)) |
+		     (replaces ? O_RDWR : O_WRONLY);    /* the journal reads a replacement */
 	int fd = real_openat(d->fd, ".", tflags, mode);
 
 	if (fd < 0 && (errno == EMFILE || errno == ENFILE) && fds_released())
@@ -401,7 +620,7 @@ static int open_unnamed(struct xdir *d, int flags, mode_t mode)
  */
 int unnamed_create(int dirfd, const char *path, int flags, mode_t mode)
 {
-	int fd = -1, di;
+	int fd = -1, di, replaces, is_vic = victim_is(dirfd, path);
 	struct wfile *w = NULL;
 	struct xdir *d = NULL;
 	const char *base;
@@ -419,13 +638,20 @@ int unnamed_create(int dirfd, const char *path, int flags, mode_t mode)
 	if (!reserve((unsigned)di, dev_block((unsigned)di)))
 		goto no;        /* little room left: tar writes it itself */
 	bh = hash_name(base, strlen(base));
-	if (!name_free(d, base, bh) || !(w = wfile_new(path, (unsigned)di)) ||
-	    !(w->base = strdup(base)) || (fd = open_unnamed(d, flags, mode)) < 0 ||
+	if (!name_free(d, base, bh, is_vic, &replaces) || !(w = wfile_new(path, (unsigned)di)) ||
+	    !(w->base = strdup(base)) || (fd = open_unnamed(d, flags, mode, replaces)) < 0 ||
 	    fd >= FDTAB_MAX || ex.wtab[fd] || real_fstat(fd, &sb) < 0 || queue_add(w) < 0)
 		goto no;
 	wfile_hold(w, fd, &sb);
 	w->dir = d;
 	w->bh = bh;
+	if (replaces) {
+		w->replaces = 1;
+		w->root = root_of(dirfd);
+		w->rel = w->root ? rel_path(path) : NULL;
+	}
+	if (is_vic)             /* replaced, or gone meanwhile: either way it is this file's name now */
+		victim_drop();
 	names_add(w);
 	return fd;
 no:
@@ -467,14 +693,15 @@ int name_link(struct wfile *w, const char *name)
 
 /*
  * q[0..n)'s files, written and their metadata applied, take their names
- * (those tar closed; with final, all).  Runs where write_out runs.
+ * (those tar closed; with final, all): a new file by a link of its own,
+ * a replacement through extract_replace.c.  Runs where write_out runs.
  */
 void name_files(struct wfile **q, unsigned n, int final)
 {
 	for (unsigned i = 0; i < n; i++) {
 		struct wfile *w = q[i];
 
-		if (!unnamed(w) || (!w->closed && !final))
+		if (!unnamed(w) || w->replaces || (!w->closed && !final))
 			continue;
 		if (name_link(w, w->base) < 0)
 			report(w, "Cannot open", errno);
@@ -482,4 +709,5 @@ void name_files(struct wfile **q, unsigned n, int final)
 			__atomic_add_fetch(&counters.xlinked, 1, __ATOMIC_RELAXED);
 		w->named = 1;
 	}
+	replace_files(q, n, final);
 }

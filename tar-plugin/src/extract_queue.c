@@ -35,17 +35,19 @@ void wfile_hold(struct wfile *w, int fd, const struct stat *sb)
 	w->fd = fd;
 	w->dev = sb->st_dev;
 	w->ino = sb->st_ino;
-	w->uid = sb->st_uid;
-	w->gid = sb->st_gid;
+	w->uid = w->uid0 = sb->st_uid;
+	w->gid = w->gid0 = sb->st_gid;
 	w->setid = (sb->st_mode & (S_ISUID | S_ISGID)) != 0;
 	ex.wtab[fd] = w;
 	counters.xfiles++;
+	ours_add(sb->st_dev, sb->st_ino);
 }
 
 void wfile_free(struct wfile *w)
 {
 	xdir_put(w->dir);
 	free(w->base);
+	free(w->rel);
 	free(w->buf);
 	free(w->m);
 	free(w->name);
@@ -112,12 +114,25 @@ static void apply_meta(struct wfile *w)
 	w->nm = 0;
 }
 
+/* w's buffered bytes written now, alone. */
+void write_one(struct wfile *w)
+{
+	struct bfo_fdwrite_entry one = { .fd = w->fd, .buf = w->buf, .length = w->len, .offset = w->written };
+
+	if (!w->len)
+		return;
+	if (bfo_fdwrite(&one, 1, BFO_FDWRITE_PORTABLE) != 0)
+		report(w, "Cannot write", one.status < 0 ? -one.status : EIO);
+	w->written += one.done;
+	w->len = 0;
+}
+
 /*
  * The data of q[0..n) in one batch, then each file's metadata in tar's
  * order, then the names of those made unnamed (final: also of those tar
  * has not closed).  Runs on tar's thread (flush_queue) or on the flusher
- * (a generation of closed files): it touches nothing but the files and
- * their names.
+ * (a generation of closed files): it touches nothing but the files, their
+ * names and (replacements) the journal.
  */
 void write_out(struct wfile **q, unsigned n, int final)
 {
@@ -128,7 +143,9 @@ void write_out(struct wfile **q, unsigned n, int final)
 	for (unsigned i = 0; i < n; i++) {
 		struct wfile *w = q[i];
 
-		if (!w->len)
+		/* a replacement's bytes go to the journal, not to tar's file */
+		w->journal = replace_journal(w, final);
+		if (!w->len || w->journal)
 			continue;
 		if (e) {
 			e[m].fd = w->fd;
@@ -137,13 +154,7 @@ void write_out(struct wfile **q, unsigned n, int final)
 			e[m].offset = w->written;
 			m++;
 		} else {        /* no memory for the batch: one by one */
-			struct bfo_fdwrite_entry one = { .fd = w->fd, .buf = w->buf,
-							 .length = w->len, .offset = w->written };
-
-			if (bfo_fdwrite(&one, 1, BFO_FDWRITE_PORTABLE) != 0)
-				report(w, "Cannot write", one.status < 0 ? -one.status : EIO);
-			w->written += one.done;
-			w->len = 0;
+			write_one(w);
 		}
 	}
 	if (e && m) {
@@ -159,7 +170,7 @@ void write_out(struct wfile **q, unsigned n, int final)
 		for (unsigned i = 0, k = 0; i < n && k < m; i++) {
 			struct wfile *w = q[i];
 
-			if (!w->len)
+			if (!w->len || w->journal)
 				continue;
 			if (r < 0)
 				e[k].status = r;

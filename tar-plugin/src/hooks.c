@@ -190,7 +190,7 @@ static off_t do_lseek(off_t (*real)(int, off_t, int), int fd, off_t off, int whe
 	struct served *s;
 	off_t r;
 
-	give_back(fd);          /* a file being extracted: written out first (sparse members) */
+	give_back(fd, 1);       /* a file being extracted: written out first (sparse members) */
 	if ((s = served_fd(fd)) && enter()) {
 		/* From here on this fd is libc's, at the position tar is at. */
 		int saved = errno;
@@ -242,29 +242,29 @@ EXPORT int close(int fd)
 EXPORT int ftruncate(int fd, off_t len)
 {
 	resolve();
-	give_back(fd);
+	give_back(fd, 1);
 	return real_ftruncate(fd, len);
 }
 
 EXPORT int fsync(int fd)
 {
 	resolve();
-	give_back(fd);
+	give_back(fd, 0);
 	return real_fsync(fd);
 }
 
 EXPORT int dup(int fd)
 {
 	resolve();
-	give_back(fd);
+	give_back(fd, 0);
 	return real_dup(fd);
 }
 
 EXPORT int dup2(int fd, int fd2)
 {
 	resolve();
-	give_back(fd);
-	give_back(fd2);
+	give_back(fd, 0);
+	give_back(fd2, 0);
 	return real_dup2(fd, fd2);
 }
 
@@ -415,10 +415,17 @@ EXPORT int lsetxattr(const char *path, const char *name, const void *v, size_t n
 
 EXPORT int linkat(int od, const char *op, int nd, const char *np, int flags)
 {
+	int r;
+
 	resolve();
+	if (link_replaced(od, op, nd, np, flags, NULL))
+		return 0;
 	flush_all_first();
 	note_extracting();
-	return real_linkat(od, op, nd, np, flags);
+	r = real_linkat(od, op, nd, np, flags);
+	if (r < 0)
+		create_failed(nd, np);
+	return r;
 }
 
 EXPORT int renameat(int od, const char *op, int nd, const char *np)
@@ -435,9 +442,13 @@ EXPORT int renameat2(int od, const char *op, int nd, const char *np, unsigned fl
 	return real_renameat2(od, op, nd, np, flags);
 }
 
+/* tar's unlink of a file it is replacing is deferred: the new file takes
+ * the old one's name atomically (extract_name.c). */
 EXPORT int unlinkat(int dirfd, const char *path, int flags)
 {
 	resolve();
+	if (unlink_deferred(dirfd, path, flags))
+		return 0;
 	flush_all_first();
 	return real_unlinkat(dirfd, path, flags);
 }
@@ -452,10 +463,17 @@ EXPORT int mkdirat(int dirfd, const char *path, mode_t mode)
 
 EXPORT int symlinkat(const char *target, int dirfd, const char *path)
 {
+	int r;
+
 	resolve();
+	if (link_replaced(-1, NULL, dirfd, path, 0, target))
+		return 0;
 	name_call(dirfd, path);
 	note_extracting();
-	return real_symlinkat(target, dirfd, path);
+	r = real_symlinkat(target, dirfd, path);
+	if (r < 0)
+		create_failed(dirfd, path);
+	return r;
 }
 
 EXPORT int mknodat(int dirfd, const char *path, mode_t mode, dev_t dev)
@@ -490,7 +508,7 @@ EXPORT int fstat(int fd, struct stat *sb)
 	int r;
 
 	resolve();
-	give_back(fd);
+	give_back(fd, 0);
 	r = real_fstat(fd, sb);
 	if (stat_saw_pending(r, sb))
 		r = real_fstat(fd, sb);
@@ -505,7 +523,7 @@ EXPORT int fstatat(int dirfd, const char *path, struct stat *sb, int flags)
 
 	resolve();
 	if ((flags & AT_EMPTY_PATH) && path && !*path)
-		give_back(dirfd);
+		give_back(dirfd, 0);
 	else
 		looking(dirfd, path);
 	r = real_fstatat(dirfd, path, sb, flags);
