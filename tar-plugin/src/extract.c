@@ -27,7 +27,6 @@ static void capture(int dirfd, int fd, const char *path)
 	    sb.st_size != 0 || (di = note_dev(dirfd, path, sb.st_dev)) < 0)
 		return;
 	ex.dirty = 1;
-	ours_add(sb.st_dev, sb.st_ino);
 	if (!reserve((unsigned)di, dev_block((unsigned)di)) || !(w = wfile_new(path, (unsigned)di)))
 		return;         /* little room left: tar writes it itself */
 	if (queue_add(w) < 0) {
@@ -118,8 +117,6 @@ void after_open(int dirfd, int fd, const char *path, int flags)
 		capture(dirfd, fd, path);
 		return;
 	}
-	if ((flags & O_CREAT) && ex.extracting && real_fstat(fd, &sb) == 0)
-		ours_add(sb.st_dev, sb.st_ino);
 	/* A file opened some other way (O_PATH for metadata, read) may be a
 	 * pending one: what tar then sees must be complete. */
 	if (pending() && real_fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && pending_inode(sb.st_dev, sb.st_ino))

@@ -118,6 +118,7 @@ struct extract_state {
 	int errfd;
 	int exiting;
 	int final;                      /* the last flushes: files tar left open take their names too */
+	struct timespec t0;             /* extraction began (the coarse clock) */
 };
 
 extern struct extract_state ex;
@@ -161,7 +162,6 @@ void victim_settle(void);
 int link_replacing(int od, const char *op, int nd, const char *np, int flags, const char *target);
 int unnamed(const struct wfile *w);
 int name_link(struct wfile *w, const char *name);
-void ours_add(dev_t dev, ino_t ino);
 
 /* extract_replace.c: a replacement takes its name through libbfo's journal */
 struct xroot *root_of(int dirfd);

@@ -16,14 +16,14 @@
  * with plain tar's EEXIST.
  *
  * Replacing.  On EEXIST, tar unlinks the name and opens it again.  When
- * the name holds a non-directory that tar did not make (it was there
- * before), the unlink is deferred (tar is told it succeeded), the next
- * open makes the new file unnamed as above, and it replaces the old one
- * atomically when it takes the name (extract_replace.c); if tar does
- * anything else by name first, the unlink is carried out then.  A file
- * tar made earlier in this run is unlinked at once, as plain tar does
- * (ext4 then gives the next file its inode back, which tar's delayed
- * links see).
+ * the name holds a non-directory that was there before tar began, the
+ * unlink is deferred (tar is told it succeeded), the next open makes the
+ * new file unnamed as above, and it replaces the old one atomically when
+ * it takes the name (extract_replace.c); if tar does anything else by
+ * name first, the unlink is carried out then.  A file born since tar
+ * began (a member that came twice, a placeholder) is unlinked at once, as
+ * plain tar does (ext4 then gives the next file its inode back, which
+ * tar's delayed links see).
  *
  * Where O_TMPFILE is refused (a file system without it, no /proc), tar's
  * own open runs: the file has its name from the start, as in plain tar.
@@ -36,6 +36,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 /* A directory tar makes files in, held until they have their names. */
@@ -191,57 +193,30 @@ static int split(const char *path, char **part, const char **base)
 	return *part != NULL;
 }
 
-/* ------------------------------------------------------------ files tar made in this run */
+/* ------------------------------------------------------------ entries born in this run */
 
-static struct {
-	struct { dev_t dev; ino_t ino; } *s;    /* open addressing; ino 0: empty */
-	size_t cap, n;
-} ours;
-
-static size_t ours_slot(dev_t dev, ino_t ino, size_t cap)
+/*
+ * Whether the entry at dirfd/path was born since tar began extracting (by
+ * tar: a member that came twice, a placeholder; or by another process):
+ * its birth time (the change time where there is none) against the
+ * extraction's start (extract_end.c: on the coarse clock the file systems
+ * stamp with, just after a tick, so that no entry born before reads as
+ * new nor one born since as older).  *sb: what it is.
+ */
+static int born_in_run(int dirfd, const char *path, struct stat *sb)
 {
-	return (size_t)(((uint64_t)ino * 0x9E3779B97F4A7C15ull) ^ (uint64_t)dev) & (cap - 1);
-}
+	struct statx sx;
+	struct statx_timestamp t;
 
-void ours_add(dev_t dev, ino_t ino)
-{
-	size_t i;
-
-	if (!ino)
-		return;
-	if (2 * (ours.n + 1) > ours.cap) {
-		size_t nc = ours.cap ? 2 * ours.cap : 4096;
-		__typeof__(ours.s) s = calloc(nc, sizeof(*s));
-
-		if (!s)
-			return;         /* unknown: its unlink is deferred like an older file's */
-		for (size_t k = 0; k < ours.cap; k++) {
-			if (!ours.s[k].ino)
-				continue;
-			for (i = ours_slot(ours.s[k].dev, ours.s[k].ino, nc); s[i].ino; i = (i + 1) & (nc - 1))
-				;
-			s[i] = ours.s[k];
-		}
-		free(ours.s);
-		ours.s = s;
-		ours.cap = nc;
-	}
-	for (i = ours_slot(dev, ino, ours.cap); ours.s[i].ino; i = (i + 1) & (ours.cap - 1))
-		if (ours.s[i].dev == dev && ours.s[i].ino == ino)
-			return;
-	ours.s[i].dev = dev;
-	ours.s[i].ino = ino;
-	ours.n++;
-}
-
-static int ours_has(dev_t dev, ino_t ino)
-{
-	if (!ours.cap)
-		return 0;
-	for (size_t i = ours_slot(dev, ino, ours.cap); ours.s[i].ino; i = (i + 1) & (ours.cap - 1))
-		if (ours.s[i].dev == dev && ours.s[i].ino == ino)
-			return 1;
-	return 0;
+	if (statx(dirfd, path, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS | STATX_BTIME, &sx) < 0)
+		return -1;
+	memset(sb, 0, sizeof(*sb));
+	sb->st_mode = sx.stx_mode;
+	sb->st_uid = sx.stx_uid;
+	sb->st_dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+	sb->st_ino = sx.stx_ino;
+	t = (sx.stx_mask & STATX_BTIME) ? sx.stx_btime : sx.stx_ctime;
+	return t.tv_sec > ex.t0.tv_sec || (t.tv_sec == ex.t0.tv_sec && t.tv_nsec >= ex.t0.tv_nsec);
 }
 
 /* ------------------------------------------------------------ pending names */
@@ -469,8 +444,8 @@ static int may_replace(const struct stat *sb, const struct xdir *d)
  * tar's unlinkat(dirfd, path, flags): 1 when deferred (tar is told it
  * succeeded), 0 when it runs now.  Deferred only right after tar's
  * O_EXCL create of that very name met EEXIST (tar's way of replacing a
- * file), for a non-directory tar did not make, where the new file can be
- * made unnamed beside it.
+ * file), for a non-directory born before tar began, where the new file
+ * can be made unnamed beside it.
  */
 int defer_unlink(int dirfd, const char *path, int flags)
 {
@@ -486,8 +461,7 @@ int defer_unlink(int dirfd, const char *path, int flags)
 		vic.settled = NULL;
 	}
 	if (!match || vic.active || (vic.settled && !strcmp(vic.settled, path)) ||
-	    real_fstatat(dirfd, path, &sb, AT_SYMLINK_NOFOLLOW) < 0 || S_ISDIR(sb.st_mode) ||
-	    ours_has(sb.st_dev, sb.st_ino) || !split(path, &part, &base))
+	    born_in_run(dirfd, path, &sb) != 0 || S_ISDIR(sb.st_mode) || !split(path, &part, &base))
 		return 0;
 	d = xdir_get(dirfd, part);
 	free(part);

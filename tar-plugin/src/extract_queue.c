@@ -40,7 +40,6 @@ void wfile_hold(struct wfile *w, int fd, const struct stat *sb)
 	w->setid = (sb->st_mode & (S_ISUID | S_ISGID)) != 0;
 	ex.wtab[fd] = w;
 	counters.xfiles++;
-	ours_add(sb->st_dev, sb->st_ino);
 }
 
 void wfile_free(struct wfile *w)
