@@ -12,7 +12,8 @@
  *	settings.c            the BFO_TAR_* environment and the stats line
  *	tar_sort.c            the --sort order tar was given
  *	create*.c             tar -c: listings, lots, serving tar's reads
- *	extract*.c            tar -x: the queue, the flusher and syncer, free space
+ *	extract*.c            tar -x: the queue, the flusher and syncer, free space,
+ *	                      files named once whole, replacements
  *	archive_ahead.c       tar -x: reading tar's archive ahead of it
  *
  * Interposition follows libeatmydata: a thread-local guard passes through
@@ -97,6 +98,10 @@ struct counters {
 	uint64_t xread_ahead;   /* atomic: the archive read-ahead thread adds to it */
 	uint64_t xqueue_files;  /* the queue's bound, from tar's descriptor limit */
 	uint64_t xfd_waits;     /* opens of tar's retried after the queue gave descriptors back */
+	/* atomic (the flusher adds to them): files made unnamed that took
+	 * their names by a link of their own, through the journal over an
+	 * older file, by a rename of our own over an older file */
+	uint64_t xlinked, xreplaced, xrenamed;
 };
 
 extern struct counters counters;
@@ -136,9 +141,12 @@ struct wfile;
 int extracting(void);
 void extract_forget(void);
 struct wfile *captured(int fd);
+struct wfile *held(int fd);
 int close_captured(int fd);
 void closing_archive(int fd);
-void before_open(int dirfd, const char *path, int flags, int by_openat);
+void closing_fd(int fd);
+void xdir_dirfd_closed(int fd);
+int before_open(int dirfd, const char *path, int flags, mode_t mode, int by_openat);
 void after_open(int dirfd, int fd, const char *path, int flags);
 int write_captured(int fd, const void *buf, size_t n);
 int defer_times(int fd, const struct timespec ts[2]);
@@ -149,7 +157,13 @@ void flush_all_first(void);
 void note_extracting(void);
 void note_metadata_by_name(int dirfd, const char *path, int flags);
 int stat_saw_pending(int r, const struct stat *sb);
-void give_back(int fd);
+void give_back(int fd, int seek);
+void stat_unnamed_fd(int fd, struct stat *sb);
+int unlink_deferred(int dirfd, const char *path, int flags);
+void name_call(int dirfd, const char *path);
+int link_replaced(int od, const char *op, int nd, const char *np, int flags, const char *target);
+void create_failed(int dirfd, const char *path);
+void looking(int dirfd, const char *path);
 int write_open(int flags);
 int pending(void);
 int fds_released(void);

@@ -10,24 +10,32 @@
  *	close(F)
  *
  * and directories, symlinks and hard links by name (mkdirat, symlinkat,
- * linkat, utimensat/fchownat/fchmodat by name).  The plugin keeps the fd
- * tar opened (the file is written through that fd, never re-opened by
- * name), buffers its write()s, defers its fd-based metadata calls in tar's
- * order and, at tar's close(), queues the fd.  The queue is flushed (one
- * bfo_fdwrite() of all pending data, then the metadata in order, then the
- * closes; on the flusher thread, extract_flusher.c, when only full) when
- * it holds ex.queue_files files or QUEUE_BYTES bytes, before any call that
- * may depend on a pending file (a name-based call that reaches one, a hard
- * link, rename or unlink, a write-open without O_EXCL, a stat that finds
- * one), when tar closes its archive and at exit, followed by one syncfs()
- * per file system (BFO_TAR_DURABILITY=none: no syncfs; see the syncer for
- * the ones before).  Data is queued only while it surely fits on its file
- * system (extract_space.c): a full file system is met by tar's own
- * write().  A file that grows beyond WFILE_MAX, or on which tar seeks,
- * truncates, syncs or dups (sparse members), is written out and handed
- * back to libc.  A deferred write or metadata call that fails is reported
- * the way tar reports it ("tar: NAME: Cannot write: ...") and tar's exit
- * status becomes 2.
+ * linkat, utimensat/fchownat/fchmodat by name); a name that exists fails
+ * the open with EEXIST, and tar unlinks it and opens again.  The plugin
+ * makes tar's new file unnamed (O_TMPFILE in its directory, once the name
+ * is known to be free: extract_name.c), keeps that fd (the file is
+ * written through it, never re-opened by name), buffers its write()s,
+ * defers its fd-based metadata calls in tar's order and, at tar's
+ * close(), queues the fd.  The queue is flushed (one bfo_fdwrite() of all
+ * pending data, then the metadata in order, then each file takes its name,
+ * then the closes; on the flusher thread, extract_flusher.c, when only
+ * full) when it holds ex.queue_files files or QUEUE_BYTES bytes, before
+ * any call that may depend on a pending file (a name-based call that
+ * reaches one or the directory holding one, a hard link, rename or
+ * unlink, a write-open without O_EXCL, a stat that finds one), when tar
+ * closes its archive and at exit, followed by one syncfs() per file
+ * system (BFO_TAR_DURABILITY=none: no syncfs; see the syncer for the
+ * ones before).  tar's unlink of a file that existed before it started,
+ * between its failed open and its next one, is deferred: the new file
+ * then replaces the old one atomically when it takes its name
+ * (extract_replace.c, through libbfo's journal).  Data is queued only
+ * while it surely fits on its file system (extract_space.c): a full file
+ * system is met by tar's own write().  A file that grows beyond
+ * WFILE_MAX, or on which tar seeks, truncates, syncs or dups (sparse
+ * members), is written out and its I/O handed back to libc (it still
+ * takes its name at tar's close).  A deferred write or metadata call that
+ * fails is reported the way tar reports it ("tar: NAME: Cannot write:
+ * ...") and tar's exit status becomes 2.
  */
 #ifndef BFO_TAR_EXTRACT_H
 #define BFO_TAR_EXTRACT_H
@@ -62,14 +70,21 @@ struct meta {
 	mode_t mode;
 };
 
+struct xdir;
+struct xroot;
+
 struct wfile {
 	int fd;
 	int closed;             /* tar closed it; we still hold the fd */
+	int libc;               /* tar's writes and metadata on it go to libc (detached) */
+	int seeked;             /* tar seeked or truncated it (a sparse member) */
 	char *name;             /* as tar named it, for messages */
 	dev_t dev;
 	ino_t ino;
 	uid_t uid;              /* its owner, as created or last chowned */
 	gid_t gid;
+	uid_t uid0;             /* its owner as created */
+	gid_t gid0;
 	int setid;              /* it may have set-id bits (a chown would clear them) */
 	unsigned di;            /* index of its file system (extract_space.c) */
 	uint64_t written;       /* bytes already in the file */
@@ -77,6 +92,15 @@ struct wfile {
 	size_t len, cap;
 	struct meta *m;
 	unsigned nm, mcap;
+	/* Its name (extract_name.c): a file made unnamed takes it once whole. */
+	struct xdir *dir;       /* its directory, held; NULL: named by tar's own open */
+	char *base;             /* its name in dir */
+	uint64_t bh;            /* hash of base */
+	int named;              /* it has its name */
+	int replaces;           /* an older file has the name: replaced atomically */
+	struct xroot *root;     /* replaces: the journal's root (tar's directory), or NULL */
+	char *rel;              /* replaces: its path below root, or NULL */
+	int journal;            /* this flush: its buffered bytes go through the journal */
 };
 
 /* Extraction's state on tar's thread (extract.c). */
@@ -93,6 +117,8 @@ struct extract_state {
 	 * exit tar has closed stderr already (and stdout: no fflush then). */
 	int errfd;
 	int exiting;
+	int final;                      /* the last flushes: files tar left open take their names too */
+	struct timespec t0;             /* extraction began (the coarse clock) */
 };
 
 extern struct extract_state ex;
@@ -104,14 +130,46 @@ void start_extracting(void);
 void final_flush(void);
 
 /* extract_queue.c */
+struct wfile *wfile_new(const char *name, unsigned di);
+void wfile_hold(struct wfile *w, int fd, const struct stat *sb);
+void write_one(struct wfile *w);
 void wfile_free(struct wfile *w);
 int queue_add(struct wfile *w);
-void write_out(struct wfile **q, unsigned n);
+void write_out(struct wfile **q, unsigned n, int final);
 void flush_queue(void);
 void detach(int fd);
 int pending_inode(dev_t dev, ino_t ino);
 void flush_if_pending(int dirfd, const char *path, int nofollow);
 int fds_released(void);
+
+/* extract_name.c: tar's new files made unnamed, and named once whole */
+int unnamed_create(int dirfd, const char *path, int flags, mode_t mode);
+void name_files(struct wfile **q, unsigned n, int final);
+int names_reach(int dirfd, const char *path);
+int names_dir_holds(dev_t dev, ino_t ino);
+void names_add(const struct wfile *w);
+void names_handoff(struct wfile *const *g, unsigned n);
+void names_generation_done(void);
+void names_rebuild(void);
+void xdir_put(struct xdir *d);
+void xdir_names_changed(void);
+int xdir_fd(const struct xdir *d);
+unsigned xdirs_open(void);
+void note_eexist(int dirfd, const char *path);
+int defer_unlink(int dirfd, const char *path, int flags);
+int victim_is(int dirfd, const char *path);
+void victim_settle(void);
+int link_replacing(int od, const char *op, int nd, const char *np, int flags, const char *target);
+int unnamed(const struct wfile *w);
+int name_link(struct wfile *w, const char *name);
+
+/* extract_replace.c: a replacement takes its name through libbfo's journal */
+struct xroot *root_of(int dirfd);
+char *rel_path(const char *path);
+int replace_journal(const struct wfile *w, int final);
+void replace_files(struct wfile **q, unsigned n, int final);
+void roots_close(void);
+void roots_forget(void);
 
 /* extract_flusher.c */
 void flush_queue_behind(void);

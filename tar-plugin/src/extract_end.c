@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static void exit_flush(int status, void *unused);
@@ -40,11 +41,31 @@ static unsigned queue_files(void)
 	return q > QUEUE_FILES_MAX ? QUEUE_FILES_MAX : q < QUEUE_FILES_MIN ? QUEUE_FILES_MIN : q;
 }
 
+/*
+ * The extraction's start on the coarse clock file systems stamp births
+ * with, taken just after a tick (at most one, a few ms, once): an entry
+ * born before tar began reads older, every one born since (tar's: a
+ * member that comes twice, a placeholder) not (extract_name.c).
+ */
+static void start_clock(void)
+{
+	struct timespec c0, c, nap = { 0, 500000 };
+
+	clock_gettime(CLOCK_REALTIME_COARSE, &c0);
+	c = c0;
+	for (int i = 0; i < 100 && c.tv_sec == c0.tv_sec && c.tv_nsec == c0.tv_nsec; i++) {
+		nanosleep(&nap, NULL);
+		clock_gettime(CLOCK_REALTIME_COARSE, &c);
+	}
+	ex.t0 = c;
+}
+
 void start_extracting(void)
 {
 	if (ex.extracting)
 		return;
 	ex.extracting = 1;
+	start_clock();
 	ex.queue_files = queue_files();
 	counters.xqueue_files = ex.queue_files;
 	ex.dirty = 1;
@@ -64,10 +85,14 @@ void final_flush(void)
 	struct stat sb;
 	int cwd;
 
+	victim_settle();
 	for (int fd = 0; fd < FDTAB_MAX && ex.nq; fd++)
 		if (ex.wtab[fd] && !ex.wtab[fd]->closed)
-			ex.wtab[fd] = NULL;        /* tar never closed it: written, left open */
+			ex.wtab[fd] = NULL;        /* tar never closed it: written, named, left open */
+	ex.final = 1;
 	flush_queue();
+	ex.final = 0;
+	roots_close();
 	if (!ex.dirty)
 		return;
 	ex.dirty = 0;

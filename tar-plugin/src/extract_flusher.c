@@ -4,7 +4,7 @@
  * commit tar's files while tar goes on.
  *
  * The flusher: a thread that writes out a generation of files tar has
- * closed (data, metadata, close) while tar goes on creating the next
+ * closed (data, metadata, names, close) while tar goes on creating the next
  * ones, so the batch's writes and tar's five metadata calls per file
  * (deferred until after the data) overlap tar's own open()s on another
  * core instead of stopping it.  One generation at most is in flight
@@ -128,7 +128,7 @@ static void *flusher(void *unused)
 		fl.busy = 1;
 		pthread_mutex_unlock(&fl.lock);
 
-		write_out(g, n);
+		write_out(g, n, 0);
 		unsynced += sync_bytes;
 		devmask |= sync_mask;
 		for (unsigned i = 0; i < n; i++) {
@@ -155,7 +155,8 @@ static void *flusher(void *unused)
 	return NULL;
 }
 
-/* Waits until the generation in flight is written, metadata applied and closed. */
+/* Waits until the generation in flight is written, metadata applied,
+ * named and closed. */
 void wait_generation(void)
 {
 	if (!fl.inflight)
@@ -166,6 +167,7 @@ void wait_generation(void)
 	pthread_mutex_unlock(&fl.lock);
 	fl.inflight = 0;
 	fl.nino = 0;
+	names_generation_done();
 }
 
 static int start_flusher(void)
@@ -242,6 +244,8 @@ void flush_queue_behind(void)
 	ex.queued_bytes -= bytes;
 	fl.nino = k;
 	fl.inflight = 1;
+	names_handoff(g, k);
+	names_rebuild();
 	counters.xflushes++;
 	counters.xbehind++;
 	pthread_mutex_lock(&fl.lock);

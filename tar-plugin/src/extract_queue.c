@@ -2,7 +2,8 @@
 /*
  * Extract: the queue of files tar wrote and closed whose data and
  * metadata are not out yet, and writing it out (one bfo_fdwrite() of all
- * its data, then each file's metadata in tar's order, then the closes).
+ * its data, then each file's metadata in tar's order, then their names,
+ * then the closes).
  */
 #include "extract.h"
 
@@ -13,8 +14,39 @@
 #include <string.h>
 #include <unistd.h>
 
+struct wfile *wfile_new(const char *name, unsigned di)
+{
+	struct wfile *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->fd = -1;
+	w->di = di;
+	if (!(w->name = strdup(name))) {
+		free(w);
+		return NULL;
+	}
+	return w;
+}
+
+/* w (queued) is tar's new file fd, as fstat found it: captured. */
+void wfile_hold(struct wfile *w, int fd, const struct stat *sb)
+{
+	w->fd = fd;
+	w->dev = sb->st_dev;
+	w->ino = sb->st_ino;
+	w->uid = w->uid0 = sb->st_uid;
+	w->gid = w->gid0 = sb->st_gid;
+	w->setid = (sb->st_mode & (S_ISUID | S_ISGID)) != 0;
+	ex.wtab[fd] = w;
+	counters.xfiles++;
+}
+
 void wfile_free(struct wfile *w)
 {
+	xdir_put(w->dir);
+	free(w->base);
+	free(w->rel);
 	free(w->buf);
 	free(w->m);
 	free(w->name);
@@ -81,12 +113,27 @@ static void apply_meta(struct wfile *w)
 	w->nm = 0;
 }
 
+/* w's buffered bytes written now, alone. */
+void write_one(struct wfile *w)
+{
+	struct bfo_fdwrite_entry one = { .fd = w->fd, .buf = w->buf, .length = w->len, .offset = w->written };
+
+	if (!w->len)
+		return;
+	if (bfo_fdwrite(&one, 1, BFO_FDWRITE_PORTABLE) != 0)
+		report(w, "Cannot write", one.status < 0 ? -one.status : EIO);
+	w->written += one.done;
+	w->len = 0;
+}
+
 /*
  * The data of q[0..n) in one batch, then each file's metadata in tar's
- * order.  Runs on tar's thread (flush_queue) or on the flusher (a
- * generation of closed files): it touches nothing but the files.
+ * order, then the names of those made unnamed (final: also of those tar
+ * has not closed).  Runs on tar's thread (flush_queue) or on the flusher
+ * (a generation of closed files): it touches nothing but the files, their
+ * names and (replacements) the journal.
  */
-void write_out(struct wfile **q, unsigned n)
+void write_out(struct wfile **q, unsigned n, int final)
 {
 	struct bfo_fdwrite_entry *e;
 	unsigned m = 0;
@@ -95,7 +142,9 @@ void write_out(struct wfile **q, unsigned n)
 	for (unsigned i = 0; i < n; i++) {
 		struct wfile *w = q[i];
 
-		if (!w->len)
+		/* a replacement's bytes go to the journal, not to tar's file */
+		w->journal = replace_journal(w, final);
+		if (!w->len || w->journal)
 			continue;
 		if (e) {
 			e[m].fd = w->fd;
@@ -104,13 +153,7 @@ void write_out(struct wfile **q, unsigned n)
 			e[m].offset = w->written;
 			m++;
 		} else {        /* no memory for the batch: one by one */
-			struct bfo_fdwrite_entry one = { .fd = w->fd, .buf = w->buf,
-							 .length = w->len, .offset = w->written };
-
-			if (bfo_fdwrite(&one, 1, BFO_FDWRITE_PORTABLE) != 0)
-				report(w, "Cannot write", one.status < 0 ? -one.status : EIO);
-			w->written += one.done;
-			w->len = 0;
+			write_one(w);
 		}
 	}
 	if (e && m) {
@@ -126,7 +169,7 @@ void write_out(struct wfile **q, unsigned n)
 		for (unsigned i = 0, k = 0; i < n && k < m; i++) {
 			struct wfile *w = q[i];
 
-			if (!w->len)
+			if (!w->len || w->journal)
 				continue;
 			if (r < 0)
 				e[k].status = r;
@@ -140,6 +183,7 @@ void write_out(struct wfile **q, unsigned n)
 	free(e);
 	for (unsigned i = 0; i < n; i++)
 		apply_meta(q[i]);
+	name_files(q, n, final);
 }
 
 /*
@@ -156,7 +200,7 @@ void flush_queue(void)
 	if (!ex.nq)
 		return;
 	counters.xflushes++;
-	write_out(ex.queue, ex.nq);
+	write_out(ex.queue, ex.nq, ex.final);
 	for (unsigned i = 0; i < ex.nq; i++) {
 		struct wfile *w = ex.queue[i];
 
@@ -164,7 +208,7 @@ void flush_queue(void)
 			real_close(w->fd);
 			wfile_free(w);
 		} else {
-			if (w->cap > (64u << 10)) {
+			if (w->cap > (64u << 10) || w->libc) {
 				free(w->buf);
 				w->buf = NULL;
 				w->cap = 0;
@@ -174,15 +218,29 @@ void flush_queue(void)
 	}
 	ex.nq = kept;
 	ex.queued_bytes = 0;
+	names_rebuild();
 	space_forget_looks();
 }
 
-/* tar does something to fd we do not defer: write it out, give it back. */
+/*
+ * tar does something to fd we do not defer: its bytes are written out and
+ * its I/O is libc's from here.  A file made unnamed stays queued (libc) to
+ * take its name at tar's close; one tar named itself is let go.
+ */
 void detach(int fd)
 {
 	struct wfile *w = ex.wtab[fd];
 
 	flush_queue();
+	real_lseek(fd, (off_t)w->written, SEEK_SET);    /* where tar's writes left it */
+	counters.xdetached++;
+	if (w->dir) {
+		w->libc = 1;
+		free(w->buf);
+		w->buf = NULL;
+		w->cap = 0;
+		return;
+	}
 	ex.wtab[fd] = NULL;
 	for (unsigned i = 0; i < ex.nq; i++) {
 		if (ex.queue[i] == w) {
@@ -191,8 +249,6 @@ void detach(int fd)
 			break;
 		}
 	}
-	real_lseek(fd, (off_t)w->written, SEEK_SET);    /* where tar's writes left it */
-	counters.xdetached++;
 	wfile_free(w);
 }
 
@@ -230,14 +286,18 @@ int fds_released(void)
 	return 1;
 }
 
-/* Before a name-based call on dirfd/path: flush when it reaches a pending file. */
+/* Before a name-based call on dirfd/path: flush when it reaches a pending
+ * file (by its name, or by the inode a stat finds), or a directory whose
+ * metadata a pending name would change. */
 void flush_if_pending(int dirfd, const char *path, int nofollow)
 {
 	struct stat sb;
 
 	if (!pending())
 		return;
-	if (!path || real_fstatat(dirfd, path, &sb, nofollow ? AT_SYMLINK_NOFOLLOW : 0) < 0 ||
-	    (S_ISREG(sb.st_mode) && pending_inode(sb.st_dev, sb.st_ino)))
+	if (!path || names_reach(dirfd, path) ||
+	    real_fstatat(dirfd, path, &sb, nofollow ? AT_SYMLINK_NOFOLLOW : 0) < 0 ||
+	    (S_ISREG(sb.st_mode) && pending_inode(sb.st_dev, sb.st_ino)) ||
+	    (S_ISDIR(sb.st_mode) && names_dir_holds(sb.st_dev, sb.st_ino)))
 		flush_queue();  /* also when unsure */
 }

@@ -29,8 +29,12 @@ static int do_openat(int (*real)(int, const char *, int, ...), int dirfd,
 	if (!enter())
 		return real(dirfd, path, flags, mode);
 	saved = errno;
-	if (plugin.extract_ok)
-		before_open(dirfd, path, flags, 1);
+	/* tar's create of a new file: made unnamed, named once whole */
+	if (plugin.extract_ok && (fd = before_open(dirfd, path, flags, mode, 1)) >= 0) {
+		errno = saved;
+		leave();
+		return fd;
+	}
 	e = create_open_before(dirfd, path, flags);
 	errno = saved;
 	fd = real(dirfd, path, flags, mode);
@@ -111,8 +115,9 @@ static int do_open(int (*real)(const char *, int, ...), const char *path, int fl
 
 	if (!xenter())
 		return real(path, flags, mode);
-	before_open(AT_FDCWD, path, flags, 0);
 	saved = errno;
+	before_open(AT_FDCWD, path, flags, mode, 0);
+	errno = saved;
 	fd = real(path, flags, mode);
 	if (fd < 0 && (errno == EMFILE || errno == ENFILE) && fds_released()) {
 		errno = saved;
@@ -185,7 +190,7 @@ static off_t do_lseek(off_t (*real)(int, off_t, int), int fd, off_t off, int whe
 	struct served *s;
 	off_t r;
 
-	give_back(fd);          /* a file being extracted: written out first (sparse members) */
+	give_back(fd, 1);       /* a file being extracted: written out first (sparse members) */
 	if ((s = served_fd(fd)) && enter()) {
 		/* From here on this fd is libc's, at the position tar is at. */
 		int saved = errno;
@@ -218,10 +223,11 @@ EXPORT off_t lseek64(int fd, off_t off, int whence)
 EXPORT int close(int fd)
 {
 	resolve();
-	if (captured(fd) && close_captured(fd) == 0)
+	if (held(fd) && close_captured(fd) == 0)
 		return 0;
 	archive_ahead_closing(fd);
 	closing_archive(fd);
+	closing_fd(fd);
 	if (served_fd(fd) && enter()) {
 		int saved = errno;
 
@@ -236,29 +242,29 @@ EXPORT int close(int fd)
 EXPORT int ftruncate(int fd, off_t len)
 {
 	resolve();
-	give_back(fd);
+	give_back(fd, 1);
 	return real_ftruncate(fd, len);
 }
 
 EXPORT int fsync(int fd)
 {
 	resolve();
-	give_back(fd);
+	give_back(fd, 0);
 	return real_fsync(fd);
 }
 
 EXPORT int dup(int fd)
 {
 	resolve();
-	give_back(fd);
+	give_back(fd, 0);
 	return real_dup(fd);
 }
 
 EXPORT int dup2(int fd, int fd2)
 {
 	resolve();
-	give_back(fd);
-	give_back(fd2);
+	give_back(fd, 0);
+	give_back(fd2, 0);
 	return real_dup2(fd, fd2);
 }
 
@@ -270,6 +276,7 @@ EXPORT DIR *fdopendir(int fd)
 	int saved;
 
 	resolve();
+	flush_all_first();      /* tar -x lists a directory: the files in it first */
 	d = real_fdopendir(fd);
 	if (!d || !enter())
 		return d;
@@ -316,6 +323,13 @@ EXPORT struct dirent64 *readdir64(DIR *d)
 	errno = saved;
 	leave();
 	return de;
+}
+
+EXPORT DIR *opendir(const char *path)
+{
+	resolve();
+	flush_all_first();
+	return real_opendir(path);
 }
 
 EXPORT int closedir(DIR *d)
@@ -401,10 +415,17 @@ EXPORT int lsetxattr(const char *path, const char *name, const void *v, size_t n
 
 EXPORT int linkat(int od, const char *op, int nd, const char *np, int flags)
 {
+	int r;
+
 	resolve();
+	if (link_replaced(od, op, nd, np, flags, NULL))
+		return 0;
 	flush_all_first();
 	note_extracting();
-	return real_linkat(od, op, nd, np, flags);
+	r = real_linkat(od, op, nd, np, flags);
+	if (r < 0)
+		create_failed(nd, np);
+	return r;
 }
 
 EXPORT int renameat(int od, const char *op, int nd, const char *np)
@@ -421,9 +442,13 @@ EXPORT int renameat2(int od, const char *op, int nd, const char *np, unsigned fl
 	return real_renameat2(od, op, nd, np, flags);
 }
 
+/* tar's unlink of a file it is replacing is deferred: the new file takes
+ * the old one's name atomically (extract_name.c). */
 EXPORT int unlinkat(int dirfd, const char *path, int flags)
 {
 	resolve();
+	if (unlink_deferred(dirfd, path, flags))
+		return 0;
 	flush_all_first();
 	return real_unlinkat(dirfd, path, flags);
 }
@@ -431,15 +456,49 @@ EXPORT int unlinkat(int dirfd, const char *path, int flags)
 EXPORT int mkdirat(int dirfd, const char *path, mode_t mode)
 {
 	resolve();
+	name_call(dirfd, path);
 	note_extracting();
 	return real_mkdirat(dirfd, path, mode);
 }
 
 EXPORT int symlinkat(const char *target, int dirfd, const char *path)
 {
+	int r;
+
 	resolve();
+	if (link_replaced(-1, NULL, dirfd, path, 0, target))
+		return 0;
+	name_call(dirfd, path);
 	note_extracting();
-	return real_symlinkat(target, dirfd, path);
+	r = real_symlinkat(target, dirfd, path);
+	if (r < 0)
+		create_failed(dirfd, path);
+	return r;
+}
+
+EXPORT int mknodat(int dirfd, const char *path, mode_t mode, dev_t dev)
+{
+	resolve();
+	name_call(dirfd, path);
+	note_extracting();
+	if (!real_mknodat) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return real_mknodat(dirfd, path, mode, dev);
+}
+
+/* (glibc's mkfifoat calls its own mknodat, not the one above) */
+EXPORT int mkfifoat(int dirfd, const char *path, mode_t mode)
+{
+	resolve();
+	name_call(dirfd, path);
+	note_extracting();
+	if (!real_mkfifoat) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return real_mkfifoat(dirfd, path, mode);
 }
 
 /* ------------------------------------------------------------ stat */
@@ -449,10 +508,12 @@ EXPORT int fstat(int fd, struct stat *sb)
 	int r;
 
 	resolve();
-	give_back(fd);
+	give_back(fd, 0);
 	r = real_fstat(fd, sb);
 	if (stat_saw_pending(r, sb))
 		r = real_fstat(fd, sb);
+	if (r == 0)
+		stat_unnamed_fd(fd, sb);
 	return r;
 }
 
@@ -462,10 +523,14 @@ EXPORT int fstatat(int dirfd, const char *path, struct stat *sb, int flags)
 
 	resolve();
 	if ((flags & AT_EMPTY_PATH) && path && !*path)
-		give_back(dirfd);
+		give_back(dirfd, 0);
+	else
+		looking(dirfd, path);
 	r = real_fstatat(dirfd, path, sb, flags);
 	if (stat_saw_pending(r, sb))
 		r = real_fstatat(dirfd, path, sb, flags);
+	if (r == 0 && (flags & AT_EMPTY_PATH) && path && !*path)
+		stat_unnamed_fd(dirfd, sb);
 	return r;
 }
 
@@ -474,6 +539,7 @@ EXPORT int stat(const char *path, struct stat *sb)
 	int r;
 
 	resolve();
+	looking(AT_FDCWD, path);
 	r = real_stat(path, sb);
 	if (stat_saw_pending(r, sb))
 		r = real_stat(path, sb);

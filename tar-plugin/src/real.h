@@ -47,6 +47,9 @@
 	X(unlinkat,     int,               (int, const char *, int),                             REAL_EXTRACT) \
 	X(mkdirat,      int,               (int, const char *, mode_t),                          REAL_EXTRACT) \
 	X(symlinkat,    int,               (const char *, int, const char *),                    REAL_EXTRACT) \
+	X(mknodat,      int,               (int, const char *, mode_t, dev_t),                   REAL_OPTIONAL) \
+	X(mkfifoat,     int,               (int, const char *, mode_t),                          REAL_OPTIONAL) \
+	X(opendir,      DIR *,             (const char *),                                       REAL_CREATE) \
 	X(fstat,        int,               (int, struct stat *),                                 REAL_EXTRACT) \
 	X(fstatat,      int,               (int, const char *, struct stat *, int),              REAL_EXTRACT) \
 	X(stat,         int,               (const char *, struct stat *),                        REAL_EXTRACT) \

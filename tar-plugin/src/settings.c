@@ -100,7 +100,8 @@ void stats_write(void)
 	fprintf(f, "bfo-tar: served=%llu served_bytes=%llu fallback=%llu "
 		"skipped=%llu batches=%llu ios=%llu direct_ios=%llu device_bytes=%llu dirs_ahead=%llu "
 		"xfiles=%llu xbytes=%llu xflushes=%llu xbehind=%llu xdetached=%llu syncfs=%llu early_syncfs=%llu "
-		"xread_ahead=%llu xqueue_files=%llu xfd_waits=%llu dirs_handed=%llu\n",
+		"xread_ahead=%llu xqueue_files=%llu xfd_waits=%llu dirs_handed=%llu "
+		"xlinked=%llu xreplaced=%llu xrenamed=%llu\n",
 		(unsigned long long)c->served, (unsigned long long)c->served_bytes,
 		(unsigned long long)c->fallback, (unsigned long long)c->skipped,
 		(unsigned long long)c->batches, (unsigned long long)c->ios,
@@ -112,6 +113,9 @@ void stats_write(void)
 		(unsigned long long)c->early_syncfs,
 		(unsigned long long)__atomic_load_n(&c->xread_ahead, __ATOMIC_RELAXED),
 		(unsigned long long)c->xqueue_files, (unsigned long long)c->xfd_waits,
-		(unsigned long long)c->dirs_handed);
+		(unsigned long long)c->dirs_handed,
+		(unsigned long long)__atomic_load_n(&c->xlinked, __ATOMIC_RELAXED),
+		(unsigned long long)__atomic_load_n(&c->xreplaced, __ATOMIC_RELAXED),
+		(unsigned long long)__atomic_load_n(&c->xrenamed, __ATOMIC_RELAXED));
 	fclose(f);
 }
