@@ -269,30 +269,15 @@ int journal_dir_open(int rootfd, bool create)
  */
 int journal_lock(int jfd, uint32_t id, char *name, size_t len)
 {
-	char proc[32];
 	int fd;
 
 	snprintf(name, len, "w-%d-%x.lock", (int)getpid(), id);
-	/* Its mark is in it before it has its name (an unnamed file, linked
-	 * once written; where the file system or /proc cannot, made and then
-	 * written): recovery removes only a lock file that has it, and a kill
-	 * in between leaves none without it. */
-	fd = openat(jfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	if (fd >= 0) {
-		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-		if (flock(fd, LOCK_EX) < 0 ||
-		    write(fd, LOCK_MARK, sizeof(LOCK_MARK) - 1) != sizeof(LOCK_MARK) - 1 ||
-		    linkat(AT_FDCWD, proc, jfd, name, AT_SYMLINK_FOLLOW) < 0) {
-			close(fd);
-			fd = -1;
-		}
-	}
-	if (fd >= 0)
-		return fd;
 	fd = openat(jfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	flock(fd, LOCK_EX);
+	/* its mark: recovery removes a lock file that holds it, or nothing
+	 * (a kill before the write, a power cut before the data) */
 	if (write(fd, LOCK_MARK, sizeof(LOCK_MARK) - 1) != sizeof(LOCK_MARK) - 1) {
 		int e = errno ? errno : ENOSPC;
 

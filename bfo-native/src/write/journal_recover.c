@@ -382,8 +382,10 @@ static int name_pid_id(const char **p)
 	return (int)pid;
 }
 
-/* What a writer's own file of each kind holds: a lock file its mark, a
- * probe file zeros, a record the manifest's magic (or nothing yet). */
+/* What a writer's own file of each kind holds: a lock file its mark (or
+ * nothing: a kill before the write, a power cut before the data), a
+ * probe file zeros, a record the manifest's magic (or nothing yet, or
+ * zeros). */
 static bool holds_own(int fd, int kind)
 {
 	uint8_t buf[4096];
@@ -393,15 +395,17 @@ static bool holds_own(int fd, int kind)
 	if (k < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1)
 		return false;
 	if (kind == 'w')
-		return st.st_size == sizeof(JOURNAL_LOCK_MARK) - 1 && !memcmp(buf, JOURNAL_LOCK_MARK, sizeof(JOURNAL_LOCK_MARK) - 1);
-	if (kind == 'p') {
-		for (ssize_t i = 0; i < k; i++)
-			if (buf[i])
-				return false;
-		return st.st_size == k;
-	}
-	return k == 0 || (k >= (ssize_t)sizeof(JOURNAL_MAGIC) - 1 &&
-			   !memcmp(buf, JOURNAL_MAGIC, sizeof(JOURNAL_MAGIC) - 1));
+		return st.st_size == 0 || (st.st_size == sizeof(JOURNAL_LOCK_MARK) - 1 &&
+					   !memcmp(buf, JOURNAL_LOCK_MARK, sizeof(JOURNAL_LOCK_MARK) - 1));
+	bool zeros = true;
+
+	for (ssize_t i = 0; i < k && zeros; i++)
+		zeros = !buf[i];
+	if (kind == 'p')
+		return zeros && st.st_size == k;
+	/* (a record's bytes that a power cut kept from the disk read as zeros) */
+	return zeros || (k >= (ssize_t)sizeof(JOURNAL_MAGIC) - 1 &&
+			 !memcmp(buf, JOURNAL_MAGIC, sizeof(JOURNAL_MAGIC) - 1));
 }
 
 /* A file of the journal left by a writer that is gone (its lock file, the
