@@ -116,14 +116,26 @@ def main():
             "reflect('io.github.bfo.Bfo', 'nativeUnavailableReason') AS reason").distinct().collect()
         native = all(r.native == "true" for r in engine)
         for r in engine:
-            print("%s libbfo in the tasks' JVM: native=%s %s %s"
-                  % ("PASS" if native else "FAIL", r.native, r.location, r.reason), flush=True)
+            if r.native == "true":
+                what = "loaded from %s" % java_optional(r.location)
+            else:
+                what = "not loaded: %s" % (java_optional(r.reason) or "no reason given")
+            print("%s libbfo in the tasks' JVM: %s" % ("PASS" if native else "FAIL", what), flush=True)
         ok &= native
     finally:
         spark.stop()
     print("pyspark-check: %s (pyspark %s, master %s, %d files)"
           % ("all rows agree" if ok else "FAILED", spark.version, args.master, args.files), flush=True)
     return 0 if ok else 1
+
+
+def java_optional(text):
+    """The value of a java.util.Optional as reflect() prints it: "Optional[v]" -> v, "Optional.empty" -> None."""
+    if text is None or text == "Optional.empty":
+        return None
+    if text.startswith("Optional[") and text.endswith("]"):
+        return text[len("Optional["):-1]
+    return text
 
 
 if __name__ == "__main__":
