@@ -11,7 +11,18 @@
  *    `size` member where the caller fills them (extensible like openat2's
  *    struct open_how) and reserved padding for later fields.
  *
- * A read batch, in short:
+ * Reading a directory (or any files and directories), in short:
+ *
+ *	static int use(void *arg, const struct bfo_file *f)
+ *	{
+ *		... f->path, f->status, f->data[0..f->length) ...
+ *		return 0;                        // nonzero: stop
+ *	}
+ *	bfo_ctx_create(&ctx, NULL);
+ *	failed = bfo_read_tree(ctx, (const char *[]){ "dir" }, 1, 0, use, NULL);
+ *	bfo_ctx_destroy(ctx);
+ *
+ * The same batch driven by the caller, paths it names itself:
  *
  *	struct bfo_opts o;
  *	struct bfo_ctx *ctx;
@@ -340,6 +351,49 @@ int bfo_read_cancel(struct bfo_ctx *ctx);
  * *stats; safe while the batch runs, for progress.  Returns 0.
  */
 int bfo_read_stats(struct bfo_ctx *ctx, struct bfo_stats *stats);
+
+/*
+ * What bfo_read_tree() hands each entry to: the entry (valid during the
+ * call only; its data and path are released when it returns) and the arg
+ * given.  Returns 0 to go on; any other value stops the batch.
+ */
+typedef int (bfo_read_tree_fn)(void *arg, const struct bfo_file *file);
+
+/*
+ * bfo_read_tree - read files and directories as one batch, in one call:
+ * each directory of paths[0..n) is walked (bfo_walk_start(): its regular
+ * files, and the symbolic links that lead to one, in inode order; special
+ * files and links to directories are skipped), anything else is read as
+ * the path it is, and every entry the batch delivers is handed to fn, in
+ * completion order, then released.
+ *
+ * The batch is the one bfo_read_submit() and bfo_read_wait() make, with
+ * the same guarantees: one entry per file, or consecutive pieces in offset
+ * order for a file above opts.large_file, the last with BFO_FILE_LAST;
+ * status 0 or -errno per file (a path that does not exist gives -ENOENT, a
+ * file that cannot be opened -EACCES); the context's flags apply
+ * (BFO_READ_NOFOLLOW, BFO_READ_STOP_ON_ERROR...).  A directory the walk
+ * cannot read (the root included) is handed to fn as an entry of its own:
+ * status < 0, mode S_IFDIR, BFO_FILE_LAST, no data, and index UINT64_MAX
+ * as it is no path of the batch.  A symbolic link named in paths is
+ * followed to decide whether it is a directory (find -H's rule).
+ *
+ * Memory and descriptors are those of the batch and of one walk at a
+ * time, whatever the size of the trees: paths are submitted while the
+ * context's input queue has room (two windows) and results are consumed
+ * while it is full.  flags: BFO_WALK_NOFOLLOW (the walks skip symbolic
+ * links), BFO_WALK_UNSORTED; 0 for the defaults.  ctx must have no batch in
+ * progress; it may be used again after the call.
+ *
+ * Returns the number of files (and directories) that failed, 0 when every
+ * one was read; fn's value when it stopped the batch (negative as it is,
+ * -ECANCELED for a positive one); -ECANCELED when bfo_read_cancel() ended
+ * the batch early; -EINVAL (NULL ctx or fn or path, an unknown flag),
+ * -ENOMEM, or another error of bfo_read_submit() or bfo_read_wait().  On
+ * any early end the rest of the batch is cancelled and never handed to fn.
+ */
+long bfo_read_tree(struct bfo_ctx *ctx, const char *const *paths, unsigned n, unsigned flags,
+		   bfo_read_tree_fn *fn, void *arg);
 
 /*
  * bfo_engine_name - "auto", "raw", "uring", "portable" or "none".
