@@ -1,6 +1,7 @@
 # cmake --build build --target uninstall: removes every file listed in
-# install_manifest.txt (written by cmake --install), then the directories
-# of bfo's own it leaves empty (lib/bfo-tar).
+# MANIFEST (install_manifest.txt, written by cmake --install), then the
+# directories listed in RECORD (those the install made: install_dirs.cmake)
+# that are left empty, deepest first; never a directory it did not make.
 if(NOT EXISTS "${MANIFEST}")
   message(STATUS "Nothing to uninstall: ${MANIFEST} not found")
   return()
@@ -12,14 +13,19 @@ foreach(f ${files})
     file(REMOVE "${f}")
   endif()
 endforeach()
-foreach(f ${files})
-  get_filename_component(d "${f}" DIRECTORY)
-  get_filename_component(n "${d}" NAME)
-  if(n STREQUAL "bfo-tar" AND IS_DIRECTORY "${d}")
-    file(GLOB left "${d}/*")
-    if(NOT left)
-      file(REMOVE_RECURSE "${d}")
+if(EXISTS "${RECORD}")
+  file(STRINGS "${RECORD}" dirs)
+  list(SORT dirs)
+  list(REVERSE dirs)      # a directory after everything beneath it
+  foreach(d ${dirs})
+    if(IS_DIRECTORY "${d}" AND NOT IS_SYMLINK "${d}")
+      file(GLOB left LIST_DIRECTORIES true "${d}/*" "${d}/.*")
+      if(NOT left)
+        message(STATUS "Removing ${d}/")
+        file(REMOVE_RECURSE "${d}")
+      endif()
     endif()
-  endif()
-endforeach()
+  endforeach()
+  file(REMOVE "${RECORD}")
+endif()
 file(REMOVE "${MANIFEST}")

@@ -7,12 +7,17 @@
 #    reads a file through the installed library, byte-identical to cat;
 #    `tar --use-bfo` with P/bin first on PATH loads the installed plugin and
 #    writes the archive GNU tar writes, and extracts the tree tar extracts;
-#    the man pages are where man finds them; the uninstall target leaves
-#    nothing behind;
+#    the man pages are where man finds them; the program runs with no
+#    LD_LIBRARY_PATH (bfo.pc's rpath) and loads P's libbfo; the uninstall
+#    target leaves nothing behind: P as it was before the install, the
+#    directories that were there (one with a file of the user's) kept,
+#    those the install made removed;
 #  - cpack -G DEB: the package holds bfo, libbfo, bfo.h, bfo.pc, the man
 #    pages and the tar front as bfo-tar, never /usr/bin/tar; its bfo.pc
-#    says /usr; unpacked, its bfo reads the tree as xxh128sum does; apt
-#    accepts it (apt-get -s install, nothing installed).
+#    says /usr, with no rpath; the tar plugin has a soname
+#    (libbfo_tar.so.0); cpack prints no warning and no escape code;
+#    unpacked, its bfo reads the tree as xxh128sum does; apt accepts it
+#    (apt-get -s install, nothing installed).
 # BUILD_DIR (the CMake build) and PROG_CFLAGS (the sanitizers of a sanitized
 # build, for the program) come from ctest; exit 77: skipped.
 set -u
@@ -45,6 +50,10 @@ check_read() {
 
 # ---------------------------------------------------------------- cmake --install
 P=$W/prefix
+# Directories of the prefix that are there before: the uninstall keeps them.
+mkdir -p "$P/bin" "$P/share/man/man1"
+echo mine > "$P/bin/mine"
+(cd "$P" && find . | sort) > before.list
 cmake --install "$BUILD" --prefix "$P" > install.log 2>&1 || { cat install.log; fail "cmake --install"; }
 for f in bin/bfo include/bfo.h lib/pkgconfig/bfo.pc share/man/man1/bfo.1 share/man/man1/bfo-cp.1 \
 	 share/man/man1/bfo-read.1; do
@@ -95,9 +104,13 @@ pc=$(PKG_CONFIG_PATH=$P/lib/pkgconfig:$(dirname "$lib")/pkgconfig pkg-config --c
 case "$pc" in *"-I$P/include"*) pass "pkg-config: $pc";; *) fail "pkg-config gave '$pc', not $P's";; esac
 # shellcheck disable=SC2086
 if cc ${PROG_CFLAGS:-} -o prog prog.c $pc 2> cc.err; then
-	LD_LIBRARY_PATH=$(dirname "$lib") ./prog tree/a/b/g7 > prog.out && cmp -s prog.out tree/a/b/g7 &&
+	env -u LD_LIBRARY_PATH ./prog tree/a/b/g7 > prog.out && cmp -s prog.out tree/a/b/g7 &&
 		pass "a program built with pkg-config reads a file through the installed libbfo, as cat" ||
 		fail "the pkg-config program's bytes differ from the file"
+	loaded=$(env -u LD_LIBRARY_PATH ldd ./prog | awk '/libbfo.so.0/ { print $3 }')
+	[ "$(readlink -f "$loaded")" = "$(readlink -f "$lib")" ] &&
+		pass "the program finds $lib with no LD_LIBRARY_PATH (bfo.pc's rpath)" ||
+		fail "the program loads '$loaded', not $lib"
 else
 	fail "cc prog.c $pc: $(cat cc.err)"
 fi
@@ -121,12 +134,22 @@ else
 fi
 
 cmake --build "$BUILD" --target uninstall > uninstall.log 2>&1 || fail "uninstall: $(tail -3 uninstall.log)"
-left=$(find "$P" ! -type d | head -5)
-[ -z "$left" ] && pass "the uninstall target removes every file it installed" || fail "uninstall left: $left"
+(cd "$P" && find . | sort) > after.list
+cmp -s before.list after.list &&
+	pass "the uninstall target removes every file and directory the install made, and only those" ||
+	fail "uninstall: the prefix differs from before the install: $(diff before.list after.list | head -8)"
+# A prefix the install made whole: the uninstall removes it whole.
+P2=$W/made/prefix
+cmake --install "$BUILD" --prefix "$P2" > install2.log 2>&1 || fail "cmake --install --prefix $P2: $(tail -3 install2.log)"
+cmake --build "$BUILD" --target uninstall > uninstall2.log 2>&1 || fail "uninstall: $(tail -3 uninstall2.log)"
+[ ! -e "$W/made" ] && pass "a prefix the install made is gone after the uninstall" ||
+	fail "uninstall left: $(find "$W/made" | head -5)"
 
 # ---------------------------------------------------------------- the .deb
 if command -v cpack > /dev/null && command -v dpkg-deb > /dev/null; then
 	cpack -G DEB --config "$BUILD/CPackConfig.cmake" -B "$W/pkg" > cpack.log 2>&1 || fail "cpack: $(tail -5 cpack.log)"
+	! grep -qi 'warning' cpack.log && ! grep -q $'\e' cpack.log && pass "cpack: no warning, no escape code" ||
+		fail "cpack's output: $(grep -i -A3 'warning' cpack.log | cat -v | head -6)"
 	deb=$(ls "$W"/pkg/bfo_*.deb 2> /dev/null | head -1)
 	if [ -n "$deb" ]; then
 		dpkg-deb -c "$deb" | awk '{ print $6 }' | sed 's|^\./|/|' > deb.list
@@ -140,10 +163,15 @@ if command -v cpack > /dev/null && command -v dpkg-deb > /dev/null; then
 		if [ -e "$BUILD/libbfo_tar.so" ]; then
 			grep -qx /usr/bin/bfo-tar deb.list && grep -qx /usr/lib/bfo-tar/libbfo_tar.so deb.list &&
 				pass "the .deb holds the tar front as /usr/bin/bfo-tar" || fail "the .deb lacks the tar front"
+			soname=$(readelf -d "$BUILD/libbfo_tar.so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+			[ "$soname" = libbfo_tar.so.0 ] && grep -qx /usr/lib/bfo-tar/libbfo_tar.so.0 deb.list &&
+				pass "the tar plugin's soname: libbfo_tar.so.0, in the .deb" ||
+				fail "the tar plugin's soname: '$soname'"
 		fi
 		dpkg-deb -x "$deb" root
-		grep -qx 'prefix=/usr' root/usr/lib/pkgconfig/bfo.pc && pass "the .deb's bfo.pc: prefix=/usr" ||
-			fail "the .deb's bfo.pc: $(head -1 root/usr/lib/pkgconfig/bfo.pc)"
+		grep -qx 'prefix=/usr' root/usr/lib/pkgconfig/bfo.pc && ! grep -q rpath root/usr/lib/pkgconfig/bfo.pc &&
+			pass "the .deb's bfo.pc: prefix=/usr, no rpath" ||
+			fail "the .deb's bfo.pc: $(grep -E '^prefix|^Libs' root/usr/lib/pkgconfig/bfo.pc)"
 		check_read "$W/root/usr/bin/bfo" "the .deb's bfo, unpacked,"
 		if command -v apt-get > /dev/null; then
 			apt-get -s install "$deb" > apt.log 2>&1 && grep -q '^Inst bfo ' apt.log &&
