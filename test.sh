@@ -3,8 +3,13 @@
 # `mvn -B verify` over the reactor (C build + ctest + ASan/UBSan ctest, then
 # the Java modules). Extra arguments go to Maven, e.g.
 #   ./test.sh -Dbfo.sanitize.skip=true
-# Exit status is Maven's.  Then a summary of the VM tests (ctest label vm,
-# in scripts/vm-run on Debian 12's kernel): how many ran, how many skipped.
+# Then, when the build passed, the README's promises: scripts/check-demo.sh
+# (./demo.sh quiet, at most 40 lines, nothing left behind) and
+# scripts/check-readme.sh (the install recipes as written, as a new
+# ordinary user); a skip (77) is reported, not a failure.  Exit status is
+# Maven's, or 1 when one of those failed.  Then a summary of the VM tests
+# (ctest label vm, in scripts/vm-run on Debian 12's kernel): how many ran,
+# how many skipped.
 set -euo pipefail
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")"
 
@@ -17,6 +22,18 @@ rm -rf "$vmres"
 # -Dbfo.native.jobs first, so that an explicit one in "$@" wins.
 st=0
 mvn -B -Dbfo.native.jobs="$jobs" verify "$@" || st=$?
+
+if [ "$st" = 0 ]; then
+  for check in scripts/check-demo.sh scripts/check-readme.sh; do
+    cst=0
+    "$check" || cst=$?
+    case "$cst" in
+      0) echo "test.sh: $check passed" ;;
+      77) echo "test.sh: $check skipped (the reason above)" ;;
+      *) echo "test.sh: $check FAILED"; st=1 ;;
+    esac
+  done
+fi
 
 # Summary of the VM tests: run (with their time and status) and skipped (why).
 run=0 skipped=0

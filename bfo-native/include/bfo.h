@@ -360,12 +360,15 @@ int bfo_read_stats(struct bfo_ctx *ctx, struct bfo_stats *stats);
 typedef int (bfo_read_tree_fn)(void *arg, const struct bfo_file *file);
 
 /*
- * bfo_read_tree - read files and directories as one batch, in one call:
- * each directory of paths[0..n) is walked (bfo_walk_start(): its regular
+ * bfo_read_tree - read files and directories as one batch, in one call.
+ *
+ * Each directory of paths[0..n) is walked (bfo_walk_start(): its regular
  * files, and the symbolic links that lead to one, in inode order; special
  * files and links to directories are skipped), anything else is read as
  * the path it is, and every entry the batch delivers is handed to fn, in
- * completion order, then released.
+ * completion order, then released.  fn is a bfo_read_tree_fn,
+ * int fn(void *arg, const struct bfo_file *file): the entry is valid
+ * during the call only; fn returns 0 to go on, anything else to stop.
  *
  * The batch is the one bfo_read_submit() and bfo_read_wait() make, with
  * the same guarantees: one entry per file, or consecutive pieces in offset
