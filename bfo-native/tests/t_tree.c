@@ -272,11 +272,13 @@ static void as_user(void *arg)
 		t_fail("cannot become nobody: %s", strerror(errno));
 	expect_tree();
 	{
-		struct want *w = want_find(t_pathf("%s/e/unreadable", top));
-		struct want *l = want_find(t_pathf("%s/locked", top));
+		char *pw = t_pathf("%s/e/unreadable", top), *pl = t_pathf("%s/locked", top);
+		struct want *w = want_find(pw), *l = want_find(pl);
 
 		T_ASSERT(w && w->status == -EACCES && l && l->status == -EACCES,
 			 "the unreadable file and directory are readable here");
+		free(pw);
+		free(pl);
 	}
 	for (int ei = 0; ei < 3; ei++)
 		run_engine(t_engines_nonraw[ei]);
