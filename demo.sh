@@ -38,7 +38,7 @@ finish() {
     echo "demo.sh: kept $work (data sets, images, results, logs)"
   else
     # the benchmark unmounts what it mounted; a mount left by a killed run is not removed through
-    findmnt -rn -o TARGET | grep -F "$work/" | sort -r | while read -r m; do umount -l "$m" || true; done
+    { findmnt -rn -o TARGET | grep -F "$work/" | sort -r | while read -r m; do umount -l "$m"; done; } || true
     rm -rf "$work"
     echo "demo.sh: removed $work, its data sets and results (./demo.sh --keep keeps them)"
   fi

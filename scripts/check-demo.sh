@@ -3,9 +3,9 @@
 # newcomer sees and what is left:
 #  - it exits 0 and prints at most 40 lines, none with an escape code, none
 #    of a compiler's, CMake's or Maven's ("[ 1%]", "-- ", "[INFO]", "warning");
-#  - it leaves nothing: no /var/tmp/bfo-demo.*, no /var/tmp/bfo-wordcount-demo
-#    that was not there, /var/tmp/bfo-bench as it was (its listing), no mount
-#    and no loop device of its.
+#  - it leaves nothing: its /var/tmp/bfo-demo.XXXXXX removed, no
+#    /var/tmp/bfo-wordcount-demo that was not there, nothing new of its in
+#    /var/tmp/bfo-bench, no mount and no loop device of its.
 # Needs the Hadoop example built (test.sh runs this after `mvn verify`):
 # exit 77 with the reason otherwise, as the demo would first download and
 # build it with Maven.  Exit 0 passed, 1 failed (the demo's output shown).
@@ -25,21 +25,54 @@ fails=0 checked=0
 pass() { echo "ok   $*"; checked=$((checked + 1)); }
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 
-# What the demo may not leave: bfo's names in /var/tmp, bfo-bench's listing,
-# mounts and loop devices.
+# What the demo may not leave: its own directory, /var/tmp/bfo-wordcount-demo,
+# entries in /var/tmp/bfo-bench (the benchmark's default work directory),
+# mounts and loop devices.  The machine may be shared: another benchmark's
+# run may add to /var/tmp/bfo-bench meanwhile, so an entry counts as the
+# demo's when its name carries the PID of a process of the demo (the
+# benchmark names its files and directories so) or no PID at all.
 snapshot() {
   {
-    ls -1 /var/tmp | grep -E '^bfo-(demo|wordcount-demo|bench)' | sed 's|^|/var/tmp/|'
+    [ -e /var/tmp/bfo-wordcount-demo ] && echo /var/tmp/bfo-wordcount-demo
     [ -d /var/tmp/bfo-bench ] && find /var/tmp/bfo-bench -mindepth 1 -maxdepth 3 | sed 's|^|in bfo-bench: |'
     findmnt -rn -o TARGET | grep -E '/var/tmp/bfo-(demo|bench)' | sed 's|^|mount: |'
     losetup -ln -O BACK-FILE 2> /dev/null | grep -E '/var/tmp/bfo-(demo|bench)' | sed 's|^|loop: |'
   } | sort
 }
+# The PIDs of the process tree under $1, every half second while it runs.
+track_pids() {
+  while kill -0 "$1" 2> /dev/null; do
+    ps -e -o pid=,ppid= | awk -v root="$1" '
+      { parent[$1] = $2 }
+      END { for (p in parent) for (q = p; q in parent; q = parent[q]) if (q == root) { print p; break } }'
+    sleep 0.5
+  done
+}
 snapshot > "$W/before"
+./demo.sh > "$W/demo.out" 2>&1 &
+demo=$!
+track_pids "$demo" > "$W/pids" &
+tracker=$!
 st=0
-./demo.sh > "$W/demo.out" 2>&1 || st=$?
+wait "$demo" || st=$?
+wait "$tracker" 2> /dev/null
+echo "$demo" >> "$W/pids"
 snapshot > "$W/after"
 lines=$(wc -l < "$W/demo.out")
+# new entries: the demo's when named with one of its PIDs, or with none
+comm -13 "$W/before" "$W/after" > "$W/new"
+: > "$W/left"
+while read -r e; do
+  case "$e" in
+    "in bfo-bench: "*)
+      pids=$(basename "$e" | grep -oE -- '-[0-9]+' | tr -d - || true)
+      if [ -z "$pids" ]; then echo "$e"; else
+        for p in $pids; do grep -qx "$p" "$W/pids" && { echo "$e"; break; }; done
+      fi ;;
+    *) echo "$e" ;;
+  esac
+done < "$W/new" > "$W/left"
+work=$(sed -n 's|^demo.sh: removed \(/var/tmp/bfo-demo\.[^,]*\),.*|\1|p' "$W/demo.out")
 
 show() { sed 's/^/     | /' "$W/demo.out" | cat -v | head -80; }
 [ "$st" = 0 ] && pass "demo.sh exits 0" || fail "demo.sh exited $st"
@@ -50,8 +83,10 @@ noise=$(grep -E '^\[ *[0-9]+%\]|^-- |^\[(INFO|WARNING|ERROR)\]|[Ww]arning|^CMake
 [ -z "$noise" ] && pass "no compiler, CMake or Maven output" || fail "build output shown: $noise"
 grep -q 'outputs identical: bfo = combine' "$W/demo.out" && pass "WordCount's outputs checked identical" ||
   fail "no 'outputs identical: bfo = combine' line"
-cmp -s "$W/before" "$W/after" && pass "nothing left in /var/tmp, no mount, no loop device" ||
-  fail "left behind: $(diff "$W/before" "$W/after" | grep '^>' | head -5)"
+[ -n "$work" ] && [ ! -e "$work" ] && pass "demo.sh removed its directory $work" ||
+  fail "demo.sh did not say it removed its directory, or left it: '$work'"
+[ ! -s "$W/left" ] && pass "nothing else left in /var/tmp, no mount, no loop device" ||
+  fail "left behind: $(head -5 "$W/left")"
 [ "$fails" = 0 ] || { echo "check-demo: the demo's output:"; show; }
 
 [ "$checked" -gt 0 ] || { echo "check-demo: nothing was checked"; exit 1; }
