@@ -54,15 +54,6 @@ fi
 # -Dbfo.native.jobs first, so that an explicit one in "$@" wins.
 mvn -B -Dbfo.native.jobs="$jobs" -Dbfo.native.ctestLabelExclude='^vm$' verify "$@" || st=$?
 
-if [ -n "$vmpid" ]; then
-  vst=0
-  wait "$vmpid" || vst=$?
-  vmpid=
-  echo "test.sh: the VM tests (run beside the suite):"
-  cat "$vmres/vm.log"
-  [ "$vst" -eq 0 ] || { echo "test.sh: a VM test failed"; [ "$st" -ne 0 ] || st=$vst; }
-fi
-
 if [ "$st" = 0 ]; then
   for check in scripts/check-demo.sh scripts/check-readme.sh; do
     cst=0
@@ -73,6 +64,15 @@ if [ "$st" = 0 ]; then
       *) echo "test.sh: $check FAILED"; st=1 ;;
     esac
   done
+fi
+
+if [ -n "$vmpid" ]; then
+  vst=0
+  wait "$vmpid" || vst=$?
+  vmpid=
+  echo "test.sh: the VM tests (run beside the suite):"
+  cat "$vmres/vm.log"
+  [ "$vst" -eq 0 ] || { echo "test.sh: a VM test failed"; [ "$st" -ne 0 ] || st=$vst; }
 fi
 
 # Summary of the VM tests: run (with their time and status) and skipped (why).
