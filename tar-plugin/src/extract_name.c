@@ -9,11 +9,12 @@
  * makes the file with O_TMPFILE in NAME's directory instead (held open,
  * O_PATH, until its files have their names).  The file takes NAME (linkat
  * of its descriptor where the kernel allows it, else of /proc/self/fd/N)
- * when the queue is flushed, after its data and metadata.  Until then NAME is pending: a name-based call of
- * tar's that reaches it (any component of its path) or the metadata of its
- * directory flushes the queue first, so tar sees what plain tar sees; a
- * name that exists or is pending goes to tar's own openat, which fails
- * with plain tar's EEXIST.
+ * when the queue is flushed, after its data and metadata, and (durability
+ * batch) after a syncfs that put them on disk (extract_queue.c).  Until
+ * then NAME is pending: a name-based call of tar's that reaches it (any
+ * component of its path) or the metadata of its directory flushes the
+ * queue first, so tar sees what plain tar sees; a name that exists or is
+ * pending goes to tar's own openat, which fails with plain tar's EEXIST.
  *
  * Replacing.  On EEXIST, tar unlinks the name and opens it again.  When
  * the name holds a non-directory that was there before tar began, the
