@@ -149,6 +149,11 @@ int unnamed_create(int dirfd, const char *path, int flags, mode_t mode);
 void name_files(struct wfile **q, unsigned n, int final);
 int names_reach(int dirfd, const char *path);
 int names_dir_holds(dev_t dev, ino_t ino);
+int dir_meta_unflushed(int dirfd, const char *path, int flags, const struct timespec ts[2], int what,
+		       mode_t mode);
+void dir_times_restore(struct wfile **q, unsigned n);
+void dir_times_drop(dev_t dev, ino_t ino);
+void dir_times_prune(void);
 void names_add(const struct wfile *w);
 void names_handoff(struct wfile *const *g, unsigned n);
 void names_generation_done(void);
