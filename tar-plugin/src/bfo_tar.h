@@ -12,7 +12,7 @@
  *	settings.c            the BFO_TAR_* environment and the stats line
  *	tar_sort.c            the --sort order tar was given
  *	create*.c             tar -c: listings, lots, serving tar's reads
- *	extract*.c            tar -x: the queue, the flusher and syncer, free space,
+ *	extract*.c            tar -x: the queue, the flusher, free space,
  *	                      files named once whole, replacements
  *	archive_ahead.c       tar -x: reading tar's archive ahead of it
  *

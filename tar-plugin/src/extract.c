@@ -443,7 +443,7 @@ int extracting(void)
 	return ex.extracting;
 }
 
-/* After fork(): the flusher, the syncer and the writers stayed in the parent. */
+/* After fork(): the flusher and the writers stayed in the parent. */
 void extract_forget(void)
 {
 	flusher_forget();
