@@ -361,6 +361,7 @@ void name_call(int dirfd, const char *path)
 	note_eexist(-1, NULL);
 	if (pending() && names_reach(dirfd, path))
 		flush_queue();
+	dir_times_entry_made(dirfd, path);
 	errno = saved;
 	leave();
 }

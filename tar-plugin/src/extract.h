@@ -153,6 +153,7 @@ int dir_meta_unflushed(int dirfd, const char *path, int flags, const struct time
 		       mode_t mode);
 void dir_times_restore(struct wfile **q, unsigned n);
 void dir_times_drop(dev_t dev, ino_t ino);
+void dir_times_entry_made(int dirfd, const char *path);
 void dir_times_prune(void);
 void names_add(const struct wfile *w);
 void names_handoff(struct wfile *const *g, unsigned n);

@@ -415,7 +415,7 @@ int names_reach(int dirfd, const char *path)
  * the directory ends with tar's times whichever comes first.  Owner and
  * mode go ahead where the links stay allowed (root; a user's mode that
  * leaves the user, its owner, write and search); otherwise flushed.
- * tar making another file there drops what was kept (plain tar's later
+ * tar making another entry there drops what was kept (plain tar's later
  * create moves the times too).
  */
 #define KEPT_MAX 64
@@ -519,6 +519,21 @@ void dir_times_drop(dev_t dev, ino_t ino)
 		if (kt.k[i].dev == dev && kt.k[i].ino == ino)
 			kept_remove(i--);
 	pthread_mutex_unlock(&kt.lock);
+}
+
+/* tar makes an entry by name (a directory, a symlink, a node) at
+ * dirfd/path: the times of its directory move, as in plain tar. */
+void dir_times_entry_made(int dirfd, const char *path)
+{
+	const char *base;
+	struct stat sb;
+	char *part;
+
+	if (!__atomic_load_n(&kt.n, __ATOMIC_ACQUIRE) || !path || !split(path, &part, &base))
+		return;
+	if (real_fstatat(dirfd, part, &sb, 0) == 0)
+		dir_times_drop(sb.st_dev, sb.st_ino);
+	free(part);
 }
 
 /* Directories without pending names any more (tar's thread, the names
