@@ -12,7 +12,7 @@
  *	settings.c            the BFO_TAR_* environment and the stats line
  *	tar_sort.c            the --sort order tar was given
  *	create*.c             tar -c: listings, lots, serving tar's reads
- *	extract*.c            tar -x: the queue, the flusher and syncer, free space,
+ *	extract*.c            tar -x: the queue, the flusher, free space,
  *	                      files named once whole, replacements
  *	archive_ahead.c       tar -x: reading tar's archive ahead of it
  *
@@ -152,10 +152,12 @@ int write_captured(int fd, const void *buf, size_t n);
 int defer_times(int fd, const struct timespec ts[2]);
 int defer_chown(int fd, uid_t uid, gid_t gid);
 int defer_chmod(int fd, mode_t mode);
-void by_name(int dirfd, const char *path, int flags);
+/* what a by-name call sets (a directory's may go ahead of its pending names) */
+enum { DM_NONE, DM_TIMES, DM_OWNER, DM_MODE };
+void by_name(int dirfd, const char *path, int flags, int what, mode_t mode);
 void flush_all_first(void);
 void note_extracting(void);
-void note_metadata_by_name(int dirfd, const char *path, int flags);
+void note_metadata_by_name(int dirfd, const char *path, const struct timespec ts[2], int flags);
 int stat_saw_pending(int r, const struct stat *sb);
 void give_back(int fd, int seek);
 void stat_unnamed_fd(int fd, struct stat *sb);

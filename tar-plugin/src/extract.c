@@ -232,8 +232,10 @@ int defer_chmod(int fd, mode_t mode)
 }
 
 /* Name-based calls: what tar unlinked just before is unlinked now; flushed
- * first when they reach a pending file or name, or its directory. */
-void by_name(int dirfd, const char *path, int flags)
+ * first when they reach a pending file or name, or its directory (but for
+ * a directory's owner and mode where the links stay allowed:
+ * dir_meta_unflushed). */
+void by_name(int dirfd, const char *path, int flags, int what, mode_t mode)
 {
 	int saved;
 
@@ -247,7 +249,7 @@ void by_name(int dirfd, const char *path, int flags)
 	if (pending()) {
 		if ((flags & AT_EMPTY_PATH) && path && !*path && captured(dirfd))
 			detach(dirfd);
-		else
+		else if (what == DM_NONE || !dir_meta_unflushed(dirfd, path, flags, NULL, what, mode))
 			flush_if_pending(dirfd, path, (flags & AT_SYMLINK_NOFOLLOW) != 0);
 	}
 	errno = saved;
@@ -255,8 +257,9 @@ void by_name(int dirfd, const char *path, int flags)
 }
 
 /* utimensat() by name: metadata committed at exit too; flushed first when
- * it reaches a pending file or name, or its directory. */
-void note_metadata_by_name(int dirfd, const char *path, int flags)
+ * it reaches a pending file or name, or its directory (but for a
+ * directory's times, kept: dir_meta_unflushed). */
+void note_metadata_by_name(int dirfd, const char *path, const struct timespec ts[2], int flags)
 {
 	int saved;
 
@@ -266,7 +269,8 @@ void note_metadata_by_name(int dirfd, const char *path, int flags)
 	ex.dirty = 1;
 	victim_settle();
 	note_eexist(-1, NULL);
-	flush_if_pending(dirfd, path, (flags & AT_SYMLINK_NOFOLLOW) != 0);
+	if (pending() && !dir_meta_unflushed(dirfd, path, flags, ts, DM_TIMES, 0))
+		flush_if_pending(dirfd, path, (flags & AT_SYMLINK_NOFOLLOW) != 0);
 	errno = saved;
 	leave();
 }
@@ -357,6 +361,7 @@ void name_call(int dirfd, const char *path)
 	note_eexist(-1, NULL);
 	if (pending() && names_reach(dirfd, path))
 		flush_queue();
+	dir_times_entry_made(dirfd, path);
 	errno = saved;
 	leave();
 }
@@ -439,7 +444,7 @@ int extracting(void)
 	return ex.extracting;
 }
 
-/* After fork(): the flusher, the syncer and the writers stayed in the parent. */
+/* After fork(): the flusher and the writers stayed in the parent. */
 void extract_forget(void)
 {
 	flusher_forget();

@@ -17,15 +17,17 @@
  * written through it, never re-opened by name), buffers its write()s,
  * defers its fd-based metadata calls in tar's order and, at tar's
  * close(), queues the fd.  The queue is flushed (one bfo_fdwrite() of all
- * pending data, then the metadata in order, then each file takes its name,
- * then the closes; on the flusher thread, extract_flusher.c, when only
- * full) when it holds ex.queue_files files or QUEUE_BYTES bytes, before
- * any call that may depend on a pending file (a name-based call that
- * reaches one or the directory holding one, a hard link, rename or
- * unlink, a write-open without O_EXCL, a stat that finds one), when tar
- * closes its archive and at exit, followed by one syncfs() per file
- * system (BFO_TAR_DURABILITY=none: no syncfs; see the syncer for the
- * ones before).  tar's unlink of a file that existed before it started,
+ * pending data, then the metadata in order, then a syncfs() of the file
+ * systems its new files are on, then each file takes its name, then the
+ * closes; on the flusher thread, extract_flusher.c, when only full) when
+ * it holds ex.queue_files files or QUEUE_BYTES bytes, before any call
+ * that may depend on a pending file (a name-based call that reaches one
+ * or the directory holding one, a hard link, rename or unlink, a
+ * write-open without O_EXCL, a stat that finds one), when tar closes its
+ * archive and at exit, followed by one syncfs() per file system: a name
+ * reaches the disk only after its file's data and metadata, whatever a
+ * power cut interrupts (BFO_TAR_DURABILITY=none: no syncfs, names as
+ * plain tar's).  tar's unlink of a file that existed before it started,
  * between its failed open and its next one, is deferred: the new file
  * then replaces the old one atomically when it takes its name
  * (extract_replace.c, through libbfo's journal).  Data is queued only
@@ -57,7 +59,6 @@
 #define QUEUE_BYTES   (64ull << 20)
 #define WFILE_MAX     (1ull << 20)
 #define MAX_DEVS      16
-#define SYNC_EVERY    (32ull << 20)   /* the syncer: a syncfs per so many bytes written (README) */
 
 enum meta_op { M_TIMES, M_CHOWN, M_CHMOD };
 
@@ -135,6 +136,7 @@ void wfile_hold(struct wfile *w, int fd, const struct stat *sb);
 void write_one(struct wfile *w);
 void wfile_free(struct wfile *w);
 int queue_add(struct wfile *w);
+void commit_devs(uint32_t mask);
 void write_out(struct wfile **q, unsigned n, int final);
 void flush_queue(void);
 void detach(int fd);
@@ -147,6 +149,12 @@ int unnamed_create(int dirfd, const char *path, int flags, mode_t mode);
 void name_files(struct wfile **q, unsigned n, int final);
 int names_reach(int dirfd, const char *path);
 int names_dir_holds(dev_t dev, ino_t ino);
+int dir_meta_unflushed(int dirfd, const char *path, int flags, const struct timespec ts[2], int what,
+		       mode_t mode);
+void dir_times_restore(struct wfile **q, unsigned n);
+void dir_times_drop(dev_t dev, ino_t ino);
+void dir_times_entry_made(int dirfd, const char *path);
+void dir_times_prune(void);
 void names_add(const struct wfile *w);
 void names_handoff(struct wfile *const *g, unsigned n);
 void names_generation_done(void);
@@ -176,8 +184,6 @@ void flush_queue_behind(void);
 void wait_generation(void);
 int generation_has(dev_t dev, ino_t ino);
 int generation_in_flight(void);
-void syncer_quiet(void);
-int syncer_error(unsigned i);
 void flusher_forget(void);
 
 /* extract_space.c */

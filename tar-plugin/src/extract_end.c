@@ -96,14 +96,10 @@ void final_flush(void)
 	if (!ex.dirty)
 		return;
 	ex.dirty = 0;
-	syncer_quiet();
 	for (unsigned i = 0; i < space_ndevs(); i++) {
 		if (settings.durability) {
 			int r = bfo_syncfs(dev_fd(i));
-			int early = syncer_error(i);
 
-			if (r == 0 && early)
-				r = early;
 			counters.syncfs++;
 			if (r < 0)
 				say(NULL, "Cannot commit the extracted files to disk", -r);

@@ -144,10 +144,6 @@ static void replace_by_rename(struct wfile *w)
 	char tmp[64];
 	int e;
 
-	if (w->journal) {       /* its bytes are still in the queue's buffer */
-		w->journal = 0;
-		write_one(w);
-	}
 	snprintf(tmp, sizeof(tmp), ".bfo-tmp.tar.%d.%u", (int)getpid(),
 		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
 	if (name_link(w, tmp) < 0) {
@@ -248,13 +244,36 @@ out:
 }
 
 /*
+ * w's bytes, kept for the journal that refused them, written to tar's
+ * file now, after its metadata: the times tar gave it are given again
+ * (the write moved them).
+ */
+static void write_late(struct wfile *w)
+{
+	struct stat sb;
+	int have = real_fstat(w->fd, &sb) == 0;
+
+	w->journal = 0;
+	write_one(w);
+	if (have) {
+		struct timespec ts[2] = { sb.st_atim, sb.st_mtim };
+
+		if (real_futimens(w->fd, ts) < 0)
+			report(w, "Cannot utime", errno);
+	}
+}
+
+/*
  * q[0..n)'s replacements (written, their metadata applied on tar's file)
  * take their names: through the journal of their root, else by a rename
- * of our own.  Runs where write_out runs, after the new files' links.
+ * of our own, once what it renames is on disk (write_out synced all but
+ * the bytes the journal refused).  Runs where write_out runs, after the
+ * new files' links.
  */
 void replace_files(struct wfile **q, unsigned n, int final)
 {
 	struct xroot *done[MAX_ROOTS];
+	uint32_t late = 0;
 	unsigned nd = 0;
 
 	for (unsigned i = 0; i < n && settings.durability; i++) {
@@ -270,6 +289,13 @@ void replace_files(struct wfile **q, unsigned n, int final)
 		done[nd++] = r;
 		replace_batch(r, q, n, final);
 	}
+	for (unsigned i = 0; i < n; i++) {
+		if (q[i]->replaces && unnamed(q[i]) && (q[i]->closed || final) && q[i]->journal) {
+			write_late(q[i]);
+			late |= 1u << q[i]->di;
+		}
+	}
+	commit_devs(late);
 	for (unsigned i = 0; i < n; i++)
 		if (q[i]->replaces && unnamed(q[i]) && (q[i]->closed || final))
 			replace_by_rename(q[i]);

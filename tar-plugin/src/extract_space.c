@@ -22,7 +22,7 @@
 
 #define SPACE_MARGIN  (4ull << 20)
 
-/* The file systems tar extracts to (tar's thread; the syncer reads fd[]). */
+/* The file systems tar extracts to (tar's thread; the flusher reads fd[]). */
 static struct {
 	int fd[MAX_DEVS];               /* a handle for fstatfs and syncfs: see fs_handle() */
 	dev_t dev[MAX_DEVS];

@@ -362,7 +362,7 @@ EXPORT int utimensat(int dirfd, const char *path, const struct timespec ts[2], i
 		if (defer_times(dirfd, ts) == 0)
 			return 0;
 	} else if (path) {
-		note_metadata_by_name(dirfd, path, flags);
+		note_metadata_by_name(dirfd, path, ts, flags);
 	}
 	return real_utimensat(dirfd, path, ts, flags);
 }
@@ -388,28 +388,28 @@ EXPORT int fchmod(int fd, mode_t mode)
 EXPORT int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid, int flags)
 {
 	resolve();
-	by_name(dirfd, path, flags);
+	by_name(dirfd, path, flags, DM_OWNER, 0);
 	return real_fchownat(dirfd, path, uid, gid, flags);
 }
 
 EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int flags)
 {
 	resolve();
-	by_name(dirfd, path, flags);
+	by_name(dirfd, path, flags, DM_MODE, mode);
 	return real_fchmodat(dirfd, path, mode, flags);
 }
 
 EXPORT int setxattr(const char *path, const char *name, const void *v, size_t n, int flags)
 {
 	resolve();
-	by_name(AT_FDCWD, path, 0);
+	by_name(AT_FDCWD, path, 0, DM_NONE, 0);
 	return real_setxattr(path, name, v, n, flags);
 }
 
 EXPORT int lsetxattr(const char *path, const char *name, const void *v, size_t n, int flags)
 {
 	resolve();
-	by_name(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW);
+	by_name(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, DM_NONE, 0);
 	return real_lsetxattr(path, name, v, n, flags);
 }
 

@@ -109,7 +109,7 @@ static void strip_preload(void)
 	free(out);
 }
 
-/* The threads (libbfo's, the flusher, the syncer, the archive read-ahead)
+/* The threads (libbfo's, the flusher, the archive read-ahead)
  * did not come along: the child uses libc. */
 static void after_fork_child(void)
 {
