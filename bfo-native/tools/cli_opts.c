@@ -34,8 +34,9 @@ const char cli_intro_text[] =
 
 const char cli_exit_text[] =
 	"Exit status: 0 all done; 1 some files failed (each named on stderr); 2 usage or "
-	"setup error; 25 --max-delete stopped the deletions (cp, recv); 130 ended by SIGINT, 143 "
-	"by SIGTERM (a second signal ends bfo at once).";
+	"setup error; 11 the destination's file system or quota is full (cp, recv, write: stopped "
+	"there, every file written whole); 25 --max-delete stopped the deletions (cp, recv); 130 "
+	"ended by SIGINT, 143 by SIGTERM (a second signal ends bfo at once).";
 
 /* ------------------------------------------------------------ read, plan */
 
@@ -198,17 +199,26 @@ static const char *const cp_usage[] = {
 const struct cli_cmd cli_cmd_cp = {
 	"cp", "copy files as batches, on this machine or between machines (HOST:PATH)",
 	cp_usage,
-	"Copies like cp -r (with -a like cp -a), reading the sources as batches in disk order and "
-	"writing the copy as batches, each journalled in DST/.bfo-journal and made durable with "
-	"one syncfs (--durability). After a crash, bfo recover DST leaves every file of an "
-	"unfinished batch complete or absent, never torn.\n"
+	"Where the copy goes is rsync's rule, not cp's: a directory SRC is copied to DST/SRC "
+	"whether DST exists or not (DST is made when missing, where cp -r would make DST the "
+	"copy); SRC/ (or SRC/.) copies the contents of SRC into DST; a file goes to DST, or into "
+	"DST when DST is a directory or ends with '/'. So the same command run twice copies to "
+	"the same place, and the second run copies nothing: a file whose copy has the same size "
+	"and mtime (and mode and owner) is left as it is, any other is replaced atomically "
+	"(rsync's quick check).\n"
 	"\n"
-	"Where the copy goes is rsync's rule: a directory SRC is copied to DST/SRC whether DST "
-	"exists or not (DST is made when missing); SRC/ (or SRC/.) copies the contents of SRC into "
-	"DST; a file goes to DST, or into DST when DST is a directory or ends with '/'. So the same "
-	"command run twice copies to the same place, and the second run copies nothing: a file "
-	"whose copy has the same size and mtime (and mode and owner) is left as it is, any other "
-	"is replaced atomically (rsync's quick check).\n"
+	"Otherwise it copies like cp -r (with -a like cp -a), reading the sources as batches in "
+	"disk order and writing the copy as batches, each journalled in DST/.bfo-journal and made "
+	"durable with one syncfs (--durability). After a crash, bfo recover DST leaves every file "
+	"of an unfinished batch complete or absent, never torn.\n"
+	"\n"
+	"A directory is never copied into itself: when its copy's place is SRC or lies inside it, "
+	"bfo cp refuses, as cp does, and writes nothing, unless an --exclude rule keeps that place "
+	"out of SRC's walk (bfo cp -a --exclude /inside SRC/ SRC/inside). A .bfo-journal "
+	"directory at any level of a source is a writer's journal: never copied, never deleted "
+	"by --delete. On a full file system (ENOSPC, EDQUOT) the copy stops at the batch being "
+	"written, every file whole, with one line naming the file system and exit status 11; the "
+	"same command run again with room finishes it.\n"
 	"\n"
 	"A HOST: argument (a colon before any slash, as rsync) copies between machines: bfo runs "
 	"'bfo recv' (or 'bfo send') on HOST through the remote shell and streams the batches to "

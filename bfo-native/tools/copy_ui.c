@@ -243,6 +243,18 @@ static void stats_lines(FILE *f, struct copy_ui *ui, struct bfo_copier *c, struc
 		cli_print_engines(f, "  read: ", &rst);
 }
 
+void copy_ui_failed(struct copy_ui *ui, struct bfo_copier *c, const char *dest, int ret)
+{
+	struct bfo_copy_stats st;
+
+	if (ret != -ENOSPC && ret != -EDQUOT) {
+		cli_dest_error(ui->cmd, dest, ret);
+		return;
+	}
+	bfo_copier_stats(c, &st);
+	cli_full_error(ui->cmd, dest, ret, st.space_needed);
+}
+
 void copy_ui_end(struct copy_ui *ui, struct bfo_copier *c, bool stats, bool sum)
 {
 	struct bfo_copy_stats st;
@@ -319,6 +331,8 @@ int copy_ui_exit(const struct copy_ui *ui, int ret)
 	/* (as rsync: the limit's status where nothing else went wrong) */
 	if (ret == 0 && ui->held)
 		return CLI_EXIT_DEL_LIMIT;
+	if (ret == -ENOSPC || ret == -EDQUOT)
+		return CLI_EXIT_NOSPACE;
 	if (ret == -ECANCELED || (cli_signal && ret < 0))
 		return cli_exit_signal();
 	/* The destination refused (not a directory, its journal not ours),

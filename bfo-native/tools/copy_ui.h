@@ -66,6 +66,9 @@ int copy_ui_modes(struct copy_args *a);
  * free with copy_ui_sources_free. */
 char **copy_ui_sources(char *const *srcs, unsigned n);
 void copy_ui_sources_free(char **srcs, char *const *orig, unsigned n);
+/* A run of c that could not finish (ret < 0) on dest: a full destination
+ * in one line (cli_full_error), any other error as cli_dest_error. */
+void copy_ui_failed(struct copy_ui *ui, struct bfo_copier *c, const char *dest, int ret);
 /* The exit status for a copier's return value (after copy_ui_end). */
 int copy_ui_exit(const struct copy_ui *ui, int ret);
 
