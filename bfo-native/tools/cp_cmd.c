@@ -212,6 +212,8 @@ static int copy_remote(struct cp_args *a, struct remote_arg *hosts, bool to_remo
 	else
 		v = far_argv(a, false, paths, a->nsrcs);
 	copy_ui_init(&ui, "cp", to_remote ? "sent" : "received", a->c.progress, !to_remote);
+	ui.pull = !to_remote;
+	ui.hold = true;
 	if (!v || make_copier(a, &ui, &c) ||
 	    remote_start(&r, a->rsh, hosts[to_remote ? a->nsrcs : 0].host, v, to_remote)) {
 		free(v);
@@ -224,14 +226,20 @@ static int copy_remote(struct cp_args *a, struct remote_arg *hosts, bool to_remo
 	ret = to_remote ? bfo_copier_send_duplex(c, paths, a->nsrcs, r.fd, r.reply) :
 			  bfo_copier_recv_duplex(c, r.fd, r.reply, a->dst);
 	copy_ui_running(NULL);
-	if (ret < 0 && ret != -ECANCELED && ret != -EPIPE && !to_remote)
-		copy_ui_failed(&ui, c, a->dst, ret);
-	copy_ui_end(&ui, c, a->c.stats, a->c.verbose || (a->c.flags & BFO_COPY_DRY_RUN));
-	local = ret == -EPIPE ? CLI_EXIT_SOME_FAILED : copy_ui_exit(&ui, ret);
 	struct bfo_copy_stats st;
 
 	bfo_copier_stats(c, &st);
+	/* The far side's end first: when it (or the remote shell) failed, it
+	 * said why, and this side's broken stream is no news. */
 	far = remote_finish(&r, "cp", a->rsh, a->remote_bfo, cli_signal != 0, st.wire_received > 0);
+	bool far_said = far != 0 && far != CLI_EXIT_SOME_FAILED && far != CLI_EXIT_DEL_LIMIT;
+
+	copy_ui_release(&ui, !far_said);
+	if (ret < 0 && ret != -ECANCELED && ret != -EPIPE && !to_remote &&
+	    !(far_said && ret == -ENODATA))
+		copy_ui_failed(&ui, c, a->dst, ret);
+	copy_ui_end(&ui, c, a->c.stats, a->c.verbose || (a->c.flags & BFO_COPY_DRY_RUN));
+	local = ret == -EPIPE ? CLI_EXIT_SOME_FAILED : copy_ui_exit(&ui, ret);
 	if (far == CLI_EXIT_SOME_FAILED && (ret == -EPIPE || ret == -ENODATA))
 		fprintf(stderr, "bfo: cp: the far side (%s %s %s) ended before the copy did\n",
 			a->rsh, r.host, to_remote ? "bfo recv" : "bfo send");

@@ -68,6 +68,7 @@ static int run(bool recv, struct sr_args *a, char **paths, int npaths)
 		return CLI_EXIT_USAGE;
 	}
 	ui.dry = a->c.flags & BFO_COPY_DRY_RUN;
+	ui.server = a->c.server;
 	/* items: never on stdout where the stream or the answers go */
 	if (copy_args_apply(&a->c, c, cmd, recv && !a->c.server ? stdout : recv ? NULL : stderr)) {
 		bfo_copier_destroy(c);
