@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * t_nospace: a copy onto a full file system stops as rsync and cp stop
- * (issue 55 item 2), for `bfo cp`, `bfo send | bfo recv` and `bfo write`.
+ * (issue 55 item 2), for `bfo cp`, `bfo send | bfo recv`, `bfo cp h:` (the
+ * far bfo recv, through a remote shell that runs it here) and `bfo write`.
  *
  * On an 8 MB loop ext4, a file fills all but about 1 MB; a source of about
  * 4 MB (400 files and a few directories) cannot fit.  Each command:
@@ -153,6 +154,18 @@ static void recv_full(void *arg)
 	full_then_room("bfo send | bfo recv", cmd, cmd, out, tw_fmt("%s/src", out), TW_TOP);
 }
 
+static void remote_full(void *arg)
+{
+	const char *rsh = tw_local_rsh(t_tmpdir());
+	const char *out = tw_fmt("%s/remote", mnt);
+	const char *cmd = tw_fmt("%s cp -a --rsh %s --remote-bfo %s %s h:%s", BFO_CLI, rsh, BFO_CLI,
+				 src, out);
+
+	/* the far bfo recv meets the full file system: its one line, its
+	 * status, and no broken pipe of this side's */
+	full_then_room("bfo cp h:", cmd, cmd, out, tw_fmt("%s/src", out), TW_TOP);
+}
+
 static void write_full(void *arg)
 {
 	const char *out = tw_fmt("%s/write", mnt);
@@ -176,6 +189,7 @@ int main(void)
 	make_source(src);
 	t_subtest("bfo cp onto a full file system", 120, cp_full, NULL);
 	t_subtest("bfo recv onto a full file system", 120, recv_full, NULL);
+	t_subtest("bfo cp h: onto a full file system", 120, remote_full, NULL);
 	t_subtest("bfo write onto a full file system", 120, write_full, NULL);
 	t_done();
 }

@@ -107,8 +107,10 @@ void copy_flush(struct bfo_copier *c)
 		 * stream broke): it ends with that error, its batch unwritten. */
 		c->send_err = ret;
 		atomic_store(&c->cancel, true);
+		pthread_mutex_lock(&c->lock);
 		for (size_t i = 0; (ret == -ENOSPC || ret == -EDQUOT) && i < c->n; i++)
 			c->st.space_needed += c->e[i].type == BFO_WTYPE_FILE ? c->e[i].length : 0;
+		pthread_mutex_unlock(&c->lock);
 		c->n = 0;
 	}
 	if (c->n)
