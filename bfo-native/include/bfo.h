@@ -589,8 +589,12 @@ int bfo_writer_cancel(struct bfo_writer *w);
  * bfo_writer_close - apply the metadata of directories written (times
  * last, deepest first, as cp -a and tar do), drop pieces of files that
  * never got their last piece, make that durable (unless DURABILITY_NONE),
- * remove the journal directory and free the writer.  Returns 0 or the
- * first -errno met; the writer is freed either way.  NULL is ignored.
+ * remove the journal directory and free the writer.  The root's mtime is
+ * then what it was at bfo_writer_open() when no batch made, replaced or
+ * removed a name in the root nor gave it metadata (the journal's coming
+ * and going is not the caller's change: rsync -a leaves DST's mtime so).
+ * Returns 0 or the first -errno met; the writer is freed either way.
+ * NULL is ignored.
  */
 int bfo_writer_close(struct bfo_writer *w);
 
