@@ -646,8 +646,12 @@ int bfo_writer_cancel(struct bfo_writer *w);
  * bfo_writer_close - apply the metadata of directories written (times
  * last, deepest first, as cp -a and tar do), drop pieces of files that
  * never got their last piece, make that durable (unless DURABILITY_NONE),
- * remove the journal directory and free the writer.  Returns 0 or the
- * first -errno met; the writer is freed either way.  NULL is ignored.
+ * remove the journal directory and free the writer.  The root's mtime is
+ * then what it was at bfo_writer_open() when no batch made, replaced or
+ * removed a name in the root nor gave it metadata (the journal's coming
+ * and going is not the caller's change: rsync -a leaves DST's mtime so).
+ * Returns 0 or the first -errno met; the writer is freed either way.
+ * NULL is ignored.
  */
 int bfo_writer_close(struct bfo_writer *w);
 
@@ -737,7 +741,9 @@ struct bfo_copy_stats {
 	uint64_t wire_sent;     /* bytes written to the stream (and its back channel), as they went */
 	uint64_t wire_received; /* bytes read from them */
 	uint64_t delete_held;   /* deletions not made: past bfo_copy_opts' delete_limit */
-	uint64_t reserved[2];
+	uint64_t space_needed;  /* bytes of the files the destination's full file system refused
+				   in the batch that met it (the run's result: -ENOSPC or -EDQUOT) */
+	uint64_t reserved[1];
 };
 
 /* Called on the thread of bfo_copier_run(): error once per failed entry
@@ -806,10 +812,32 @@ int bfo_copier_create(struct bfo_copier **c, const struct bfo_opts *ropts,
  * write options say.  Blocks until done or cancelled.  Returns the number
  * of entries that failed (0: all copied; each was reported through the
  * error callback), or -errno when the copy could not run at all (dst not a
- * directory with several sources, destination not writable, -ECANCELED
- * after bfo_copier_cancel()).  One run at a time per copier.
+ * directory with several sources, destination not writable, -ENOSPC or
+ * -EDQUOT: the destination's file system (or quota) is full, and the run
+ * stopped at the batch that met it, each of its files whole or absent,
+ * nothing more read or reported (bfo_copy_stats' space_needed), -ELOOP: a
+ * source directory copied into itself (bfo_copier_check), -ECANCELED
+ * after bfo_copier_cancel()).  Entries named .bfo-journal, at any level of
+ * a source, are writers' journals (perhaps this run's own): never copied,
+ * never deleted.  One run at a time per copier.
  */
 int bfo_copier_run(struct bfo_copier *c, const char *const *srcs, unsigned n, const char *dst);
+
+/*
+ * bfo_copier_check - whether bfo_copier_run(c, srcs, n, dst) would copy a
+ * source directory into itself: the place its copy takes (by the rules of
+ * c's flags) is that directory or lies below it, links resolved.  Its walk
+ * would then meet its own copy, as cp's "cannot copy a directory into
+ * itself" warns.  A place below the source that the copier's filter rules
+ * (bfo_copier_set_opts) exclude, or one of its directories above it, is
+ * never walked, so such a copy may go ahead (SRC/. into SRC/out with
+ * "- out").  Returns 0, or -ELOOP with *which (may be NULL) the index of
+ * the first such source, or -ENOMEM.  bfo_copier_run() refuses such a run
+ * with -ELOOP before anything is opened or written; call this first to
+ * name the source.  A copy to a remote destination cannot be checked here.
+ */
+int bfo_copier_check(struct bfo_copier *c, const char *const *srcs, unsigned n, const char *dst,
+		     unsigned *which);
 
 /*
  * Copying between machines: bfo_copier_send() reads the sources as

@@ -7,7 +7,8 @@
  *  - the walk reads regular files and symlinks to regular files, skips a
  *    FIFO, a symlink to a directory and a dangling symlink (exit 0);
  *  - a missing path among good ones: exit 1, stderr names it;
- *  - usage errors (unknown option, no PATH, --engine bogus): exit 2;
+ *  - usage errors (unknown option, no PATH, --engine bogus, plan --checksum,
+ *    which plan would ignore): exit 2, stderr naming what is wrong;
  *  - paths on stdin, NUL-separated (-0) and newline-separated;
  *  - --json: the last stdout line is a JSON object with files, files_ok,
  *    bytes, engine and seconds that agree with the files read;
@@ -449,9 +450,13 @@ static void scenario_usage(void)
 	char *a3[] = { (char *)bfo, "read", "--engine", "bogus", dir, NULL };
 	char *a4[] = { (char *)bfo, "frobnicate", dir, NULL };
 	char *a5[] = { (char *)bfo, "read", "--checksum", NULL };
-	struct { char **argv; const char *what; } u[] = {
-		{ a1, "unknown option" }, { a2, "no PATH" }, { a3, "--engine bogus" },
-		{ a4, "unknown command" }, { a5, "--checksum without PATH" },
+	char *a6[] = { (char *)bfo, "plan", "--checksum", dir, NULL };
+	struct { char **argv; const char *what, *says; } u[] = {
+		{ a1, "unknown option", "--bogus-option" }, { a2, "no PATH", "PATH" },
+		{ a3, "--engine bogus", "bogus" }, { a4, "unknown command", "frobnicate" },
+		{ a5, "--checksum without PATH", "PATH" },
+		/* plan reads no data: an option it would ignore is refused */
+		{ a6, "plan --checksum", "--checksum is bfo read's: bfo plan reads no data" },
 	};
 
 	for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++) {
@@ -459,7 +464,9 @@ static void scenario_usage(void)
 
 		tw_run(&r, NULL, 0, (uid_t)-1, (gid_t)-1, u[i].argv);
 		T_ASSERT(r.status == 2, "%s: exit %d, expected 2", u[i].what, r.status);
-		T_ASSERT(r.err_len > 0, "%s: nothing on stderr", u[i].what);
+		T_ASSERT(r.err_len > 0 && strstr(r.err, u[i].says), "%s: stderr does not say %s: %s",
+			 u[i].what, u[i].says, r.err);
+		T_ASSERT(r.out_len == 0, "%s: stdout: %s", u[i].what, r.out);
 		tw_run_free(&r);
 	}
 	t_log("usage errors exit 2: ok");

@@ -28,11 +28,12 @@
  *    (counted in the tree, hard links once) was skipped, and a skipped
  *    file is still the same inode.
  *  - a rerun with nothing changed (push and pull, --delete -v): nothing
- *    on stdout, the summary says 0 files sent (0 B) and 0 deleted, the
- *    copies unchanged (a snapshot).
- *  - --remote-bfo /nonexistent/bfo: exit 2, a message naming --remote-bfo,
- *    nothing written (both ways).
- *  - a closed port: exit 2, "could not reach", nothing written (both ways).
+ *    on stdout, one summary, in the sender's terms both ways: 0 files sent
+ *    (0 B) and 0 deleted, the copies unchanged (a snapshot).
+ *  - --remote-bfo /nonexistent/bfo: exit 2, one line of bfo's, naming
+ *    --remote-bfo, nothing written (both ways).
+ *  - a closed port: exit 2, one line of bfo's, "could not reach", nothing
+ *    written (both ways).
  *  - ssh killed (SIGKILL) in the middle of a push: bfo cp fails, the far
  *    bfo recv ends; after bfo recover every file is complete or absent,
  *    and the same command with --update finishes the copy (equal to cp -a).
@@ -482,7 +483,9 @@ static void scenario_rerun(void *arg)
 		const char *sum;
 
 		bfo_cp(v, &r, a);
-		sum = strstr(r.err, k ? " files written (" : " files sent (");
+		sum = strstr(r.err, " files sent (");   /* the sender's terms, both ways */
+		TW_CHECK(sum && !strstr(sum + 1, " files sent ("), "[%s again] not one summary: %s", what,
+			 r.err);
 		TW_CHECK(r.status == 0 && r.out_len == 0 && sum && sum[-1] == '0' && !strncmp(strchr(sum, '('), "(0 B)", 5) &&
 			 strstr(r.err, " 0 deleted"), "[%s again, nothing changed] exit %d, stdout: %s, stderr: %s",
 			 what, r.status, r.out, r.err);
@@ -515,6 +518,14 @@ static void expect_setup_error(const struct env *v, const char *rsh, const char 
 		bfo_cp_rsh(&r, rsh, remote_bfo, k ? a2 : a1);
 		TW_CHECK(r.status == 2 && strstr(r.err, want), "[%s, %s] exit %d (expected 2), stderr "
 			 "(expected to say %s): %s", what, k ? "pull" : "push", r.status, want, r.err);
+		/* one line of bfo's: the far side's or ssh's reason, no broken
+		 * stream before it */
+		int ours = 0;
+
+		for (const char *l = r.err; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+			ours += !strncmp(l, "bfo: ", 5);
+		TW_CHECK(ours == 1, "[%s, %s] %d lines of bfo's (expected 1): %s", what, k ? "pull" : "push",
+			 ours, r.err);
 		TW_CHECK(!tw_exists(k ? from : to), "[%s, %s] %s was made", what, k ? "pull" : "push",
 			 tw_esc(k ? from : to));
 		const char *said = strstr(r.err, want) ? strstr(r.err, want) : r.err;

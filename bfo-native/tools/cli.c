@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -190,3 +191,62 @@ void cli_dest_error(const char *cmd, const char *dest, int err)
 		fprintf(stderr, "bfo: %s: %s: %s\n", cmd, dest, bfo_strerror(err));
 }
 
+
+/* The mount point of the file system dest is (or would be made) on: its
+ * nearest existing directory, then up while the device stays the same. */
+static void mount_of(const char *dest, char *out, size_t len)
+{
+	char p[PATH_MAX], *r = NULL;
+	struct stat st, up;
+
+	snprintf(out, len, "%s", dest);
+	if (snprintf(p, sizeof(p), "%s", dest) >= (int)sizeof(p))
+		return;
+	while (!(r = realpath(p, NULL)) && strcmp(p, "/") && strcmp(p, ".")) {
+		char *parent = dirname(p);   /* (p itself, or a static string) */
+
+		memmove(p, parent, strlen(parent) + 1);
+	}
+	if (!r || stat(r, &st) < 0) {
+		free(r);
+		return;
+	}
+	snprintf(p, sizeof(p), "%s", r);
+	free(r);
+	while (strcmp(p, "/")) {
+		char q[PATH_MAX];
+
+		snprintf(q, sizeof(q), "%s", p);
+		if (stat(dirname(q), &up) < 0 || up.st_dev != st.st_dev)
+			break;
+		memmove(p, q, strlen(q) + 1);
+	}
+	snprintf(out, len, "%s", p);
+}
+
+static const char *mb(uint64_t b, char *buf, size_t len)
+{
+	if (b >= 10000000)
+		snprintf(buf, len, "%.1f MB", (double)b / 1e6);
+	else if (b >= 10000)
+		snprintf(buf, len, "%.1f kB", (double)b / 1e3);
+	else
+		snprintf(buf, len, "%" PRIu64 " B", b);
+	return buf;
+}
+
+void cli_full_error(const char *cmd, const char *dest, int err, uint64_t needed)
+{
+	char mnt[PATH_MAX], a[32], b[32];
+	struct statvfs vfs;
+	uint64_t left = 0;
+
+	mount_of(dest, mnt, sizeof(mnt));
+	if (statvfs(mnt, &vfs) == 0)
+		left = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+	fprintf(stderr, "bfo: %s: %s on %s (the file system of %s): %s more needed by the batch "
+		"being written, %s left; stopped there, every file written is whole%s\n", cmd,
+		err == -EDQUOT ? "quota exceeded" : "no space left", mnt, dest, mb(needed, a, sizeof(a)),
+		mb(left, b, sizeof(b)), strcmp(cmd, "write") ? ", and the same command run again with "
+		"room finishes the copy" : " (run again with room and --replace)");
+}

@@ -11,10 +11,13 @@
 
 /* Exit status of every subcommand: 0 all done, 1 some files failed (each
  * named on stderr), 2 usage or setup error, 128 + the signal when ended by
- * SIGINT (130) or SIGTERM (143). */
+ * SIGINT (130) or SIGTERM (143), 11 when the destination's file system
+ * or quota is full (the copying commands, bfo write). */
 #define CLI_EXIT_SOME_FAILED 1
 #define CLI_EXIT_USAGE 2
 #define CLI_EXIT_DEL_LIMIT 25   /* --max-delete stopped the deletions (rsync's 25) */
+#define CLI_EXIT_NOSPACE 11     /* the destination's file system (or quota) is full: stopped
+				   there, nothing torn (rsync's 11, "error in file I/O") */
 #define CLI_EXIT_SIGNALED 128
 
 /* Progress on stderr, at most four times a second, when enabled (by
@@ -76,6 +79,11 @@ uint64_t cli_now_ns(void);
 /* Report an error of opening the destination dest of cmd; a journal
  * directory refused as not the user's own is named with the reason. */
 void cli_dest_error(const char *cmd, const char *dest, int err);
+
+/* The one line of a run stopped by a full destination (err -ENOSPC or
+ * -EDQUOT; needed: bytes the batch in flight still had to write): the file
+ * system by its mount point, what was needed, what is left. */
+void cli_full_error(const char *cmd, const char *dest, int err, uint64_t needed);
 
 int cmd_cp(int argc, char **argv);
 int cmd_send(int argc, char **argv);

@@ -34,53 +34,63 @@ const char cli_intro_text[] =
 
 const char cli_exit_text[] =
 	"Exit status: 0 all done; 1 some files failed (each named on stderr); 2 usage or "
-	"setup error; 25 --max-delete stopped the deletions (cp, recv); 130 ended by SIGINT, 143 "
-	"by SIGTERM (a second signal ends bfo at once).";
+	"setup error; 11 the destination's file system or quota is full (cp, recv, write: stopped "
+	"there, every file written whole); 25 --max-delete stopped the deletions (cp, recv); 130 "
+	"ended by SIGINT, 143 by SIGTERM (a second signal ends bfo at once).";
 
 /* ------------------------------------------------------------ read, plan */
 
+/* The rows bfo read and bfo plan share; plan has no --checksum (it reads
+ * no data: taking it and printing nothing misled). */
+#define READ_ROWS \
+	[RO_ENGINE] = { .name = "engine", .arg = "ENGINE", .values = cli_engines, \
+		.help = "data engine (default auto: raw where the device is readable, else uring)" }, \
+	[RO_ORDER] = { .name = "order", .arg = "ORDER", .values = cli_orders, \
+		.help = "order of per-file reads (default auto: physical on rotational devices)" }, \
+	[RO_STATS] = { .name = "stats", \
+		.help = "print what the batch did on stderr: files per engine and path, I/Os, times" }, \
+	[RO_JSON] = { .name = "json", \
+		.help = "print the statistics as one JSON line, last on stdout" }, \
+	[RO_NULL] = { .name = "null", .letter = '0', \
+		.help = "paths on stdin (-) are NUL-separated" }, \
+	[RO_NOFOLLOW] = { .name = "no-follow", \
+		.help = "refuse symbolic links instead of reading their target" }, \
+	[RO_STOP] = { .name = "stop-on-error", .help = "stop at the first file that fails" }, \
+	[RO_META] = { .name = "metadata-only", .help = "stat the files, read no data" }, \
+	[RO_PROGRESS] = { .name = "progress", \
+		.help = "show progress on stderr (default: when it is a terminal)" }, \
+	[RO_NOPROGRESS] = { .name = "no-progress", .help = "show no progress" }, \
+	[RO_SORTBUF] = { .name = "sort-buffer", .arg = "N", \
+		.help = "walked files handed out N at a time in inode order (default 262144; 0: unsorted)", \
+		.accepts = "a whole number from 0 to 268435456" }, \
+	[RO_WFILES] = { .name = "window-files", .arg = "N", \
+		.help = "files planned together (default 65536)" }, \
+	[RO_WBYTES] = { .name = "window-bytes", .arg = "SIZE", \
+		.help = "data bytes dispatched as one group (default 16M)" }, \
+	[RO_ARENA] = { .name = "arena", .arg = "SIZE", \
+		.help = "memory for delivered data (default 64M)" }, \
+	[RO_GAP] = { .name = "merge-gap", .arg = "SIZE", \
+		.help = "raw: read through gaps up to SIZE, never more gap than a quarter of a read's data (default 64K; 0: adjacent extents only)", \
+		.accepts = "a number of bytes from 0, with K, M or G for powers of 1024" }, \
+	[RO_MAXIO] = { .name = "max-io", .arg = "SIZE", \
+		.help = "raw: largest single read (default 1M)" }, \
+	[RO_LEXT] = { .name = "large-extent", .arg = "SIZE", \
+		.help = "raw: extents above SIZE are read on their own (default 1M)" }, \
+	[RO_LFILE] = { .name = "large-file", .arg = "SIZE", \
+		.help = "files above SIZE are read in pieces of SIZE (default 16M)" }, \
+	[RO_QD] = { .name = "queue-depth", .arg = "N", .help = "reads in flight (default 128)" }, \
+	[RO_THREADS] = { .name = "threads", .arg = "N", \
+		.help = "metadata and portable-engine threads (default 16)" }, \
+	[RO_HELP] = { .name = "help", .letter = 'h', .help = "show this help" },
+
 static const struct cli_opt read_opts[RO_N] = {
-	[RO_ENGINE] = { .name = "engine", .arg = "ENGINE", .values = cli_engines,
-		.help = "data engine (default auto: raw where the device is readable, else uring)" },
-	[RO_ORDER] = { .name = "order", .arg = "ORDER", .values = cli_orders,
-		.help = "order of per-file reads (default auto: physical on rotational devices)" },
+	READ_ROWS
 	[RO_CHECKSUM] = { .name = "checksum",
 		.help = "print '<xxh128>  <path>' per file, like xxh128sum" },
-	[RO_STATS] = { .name = "stats",
-		.help = "print what the batch did on stderr: files per engine and path, I/Os, times" },
-	[RO_JSON] = { .name = "json",
-		.help = "print the statistics as one JSON line, last on stdout" },
-	[RO_NULL] = { .name = "null", .letter = '0',
-		.help = "paths on stdin (-) are NUL-separated" },
-	[RO_NOFOLLOW] = { .name = "no-follow",
-		.help = "refuse symbolic links instead of reading their target" },
-	[RO_STOP] = { .name = "stop-on-error", .help = "stop at the first file that fails" },
-	[RO_META] = { .name = "metadata-only", .help = "stat the files, read no data" },
-	[RO_PROGRESS] = { .name = "progress",
-		.help = "show progress on stderr (default: when it is a terminal)" },
-	[RO_NOPROGRESS] = { .name = "no-progress", .help = "show no progress" },
-	[RO_SORTBUF] = { .name = "sort-buffer", .arg = "N",
-		.help = "walked files handed out N at a time in inode order (default 262144; 0: unsorted)",
-		.accepts = "a whole number from 0 to 268435456" },
-	[RO_WFILES] = { .name = "window-files", .arg = "N",
-		.help = "files planned together (default 65536)" },
-	[RO_WBYTES] = { .name = "window-bytes", .arg = "SIZE",
-		.help = "data bytes dispatched as one group (default 16M)" },
-	[RO_ARENA] = { .name = "arena", .arg = "SIZE",
-		.help = "memory for delivered data (default 64M)" },
-	[RO_GAP] = { .name = "merge-gap", .arg = "SIZE",
-		.help = "raw: read through gaps up to SIZE, never more gap than a quarter of a read's data (default 64K; 0: adjacent extents only)",
-		.accepts = "a number of bytes from 0, with K, M or G for powers of 1024" },
-	[RO_MAXIO] = { .name = "max-io", .arg = "SIZE",
-		.help = "raw: largest single read (default 1M)" },
-	[RO_LEXT] = { .name = "large-extent", .arg = "SIZE",
-		.help = "raw: extents above SIZE are read on their own (default 1M)" },
-	[RO_LFILE] = { .name = "large-file", .arg = "SIZE",
-		.help = "files above SIZE are read in pieces of SIZE (default 16M)" },
-	[RO_QD] = { .name = "queue-depth", .arg = "N", .help = "reads in flight (default 128)" },
-	[RO_THREADS] = { .name = "threads", .arg = "N",
-		.help = "metadata and portable-engine threads (default 16)" },
-	[RO_HELP] = { .name = "help", .letter = 'h', .help = "show this help" },
+};
+
+static const struct cli_opt plan_opts[RO_N] = {
+	READ_ROWS
 };
 
 static const char *const read_usage[] = { "[OPTIONS] PATH...", NULL };
@@ -113,8 +123,9 @@ const struct cli_cmd cli_cmd_plan = {
 	read_usage,
 	"Plans the batch bfo read would read (metadata and extents of every file, the merged "
 	"regions of the raw engine) and prints nothing per file; --stats then shows the plan: "
-	"extents per file, regions and the bytes read through gaps. It takes bfo read's options.",
-	read_opts, RO_N,
+	"extents per file, regions and the bytes read through gaps. It takes bfo read's options "
+	"but --checksum.",
+	plan_opts, RO_N,
 };
 
 /* ------------------------------------------------- cp, send, recv, write */
@@ -198,17 +209,26 @@ static const char *const cp_usage[] = {
 const struct cli_cmd cli_cmd_cp = {
 	"cp", "copy files as batches, on this machine or between machines (HOST:PATH)",
 	cp_usage,
-	"Copies like cp -r (with -a like cp -a), reading the sources as batches in disk order and "
-	"writing the copy as batches, each journalled in DST/.bfo-journal and made durable with "
-	"one syncfs (--durability). After a crash, bfo recover DST leaves every file of an "
-	"unfinished batch complete or absent, never torn.\n"
+	"Where the copy goes is rsync's rule, not cp's: a directory SRC is copied to DST/SRC "
+	"whether DST exists or not (DST is made when missing, where cp -r would make DST the "
+	"copy); SRC/ (or SRC/.) copies the contents of SRC into DST; a file goes to DST, or into "
+	"DST when DST is a directory or ends with '/'. So the same command run twice copies to "
+	"the same place, and the second run copies nothing: a file whose copy has the same size "
+	"and mtime (and mode and owner) is left as it is, any other is replaced atomically "
+	"(rsync's quick check).\n"
 	"\n"
-	"Where the copy goes is rsync's rule: a directory SRC is copied to DST/SRC whether DST "
-	"exists or not (DST is made when missing); SRC/ (or SRC/.) copies the contents of SRC into "
-	"DST; a file goes to DST, or into DST when DST is a directory or ends with '/'. So the same "
-	"command run twice copies to the same place, and the second run copies nothing: a file "
-	"whose copy has the same size and mtime (and mode and owner) is left as it is, any other "
-	"is replaced atomically (rsync's quick check).\n"
+	"Otherwise it copies like cp -r (with -a like cp -a), reading the sources as batches in "
+	"disk order and writing the copy as batches, each journalled in DST/.bfo-journal and made "
+	"durable with one syncfs (--durability). After a crash, bfo recover DST leaves every file "
+	"of an unfinished batch complete or absent, never torn.\n"
+	"\n"
+	"A directory is never copied into itself: when its copy's place is SRC or lies inside it, "
+	"bfo cp refuses, as cp does, and writes nothing, unless an --exclude rule keeps that place "
+	"out of SRC's walk (bfo cp -a --exclude /inside SRC/ SRC/inside). A .bfo-journal "
+	"directory at any level of a source is a writer's journal: never copied, never deleted "
+	"by --delete. On a full file system (ENOSPC, EDQUOT) the copy stops at the batch being "
+	"written, every file whole, with one line naming the file system and exit status 11; the "
+	"same command run again with room finishes it.\n"
 	"\n"
 	"A HOST: argument (a colon before any slash, as rsync) copies between machines: bfo runs "
 	"'bfo recv' (or 'bfo send') on HOST through the remote shell and streams the batches to "

@@ -136,6 +136,12 @@ static int long_error(struct cli_parser *p, const char *elem, bool missing)
 	bool exact;
 	unsigned n = prefix_rows(p->cmd, name, len, &o, &exact);
 
+	/* bfo plan takes bfo read's options but those it would ignore: a
+	 * user who tries one hears why */
+	if (n == 0 && p->cmd == &cli_cmd_plan &&
+	    prefix_rows(&cli_cmd_read, name, len, &o, &exact) == 1 && exact)
+		return stop(p, cli_usage_error(p->cmd, "--%s is bfo read's: bfo plan reads no data",
+					       o->name));
 	if (n == 0)
 		return stop(p, cli_usage_error(p->cmd, "unknown option '--%.*s'", (int)len, name));
 	if (n > 1) {

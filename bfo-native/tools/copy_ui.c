@@ -134,11 +134,40 @@ static void on_signal(int sig)
 		bfo_copier_cancel(c);   /* async-signal-safe; its writer's batch stops too */
 }
 
+/* Held lines beyond this are counted only. */
+#define HOLD_LINES_MAX 16
+
 static void on_error(void *arg, const char *path, int status)
 {
 	struct copy_ui *ui = arg;
 
+	if (ui->hold && (status == -EPIPE || status == -ENODATA || status == -ECONNRESET)) {
+		if (!ui->hold_f)
+			ui->hold_f = open_memstream(&ui->hold_text, &ui->hold_len);
+		if (ui->hold_f && ui->hold_lines++ < HOLD_LINES_MAX) {
+			fprintf(ui->hold_f, "bfo: %s: %s: %s\n", ui->cmd, path, bfo_strerror(status));
+			return;
+		}
+		if (ui->hold_f)
+			return;
+	}
 	fprintf(stderr, "bfo: %s: %s: %s\n", ui->cmd, path, bfo_strerror(status));
+}
+
+void copy_ui_release(struct copy_ui *ui, bool say)
+{
+	if (!ui->hold_f)
+		return;
+	if (fclose(ui->hold_f) == 0 && say) {
+		fputs(ui->hold_text, stderr);
+		if (ui->hold_lines > HOLD_LINES_MAX)
+			fprintf(stderr, "bfo: %s: %u more such lines\n", ui->cmd,
+				ui->hold_lines - HOLD_LINES_MAX);
+	}
+	free(ui->hold_text);
+	ui->hold_f = NULL;
+	ui->hold_text = NULL;
+	ui->hold_len = ui->hold_lines = 0;
 }
 
 static void on_progress(void *arg, const struct bfo_copy_stats *st)
@@ -187,14 +216,18 @@ static void summary(FILE *f, const struct copy_ui *ui, const struct bfo_copy_sta
 {
 	uint64_t wire = st->wire_sent + st->wire_received;
 	uint64_t moved = wire ? wire : st->bytes;
+	/* a copy between machines is summed up once, in the sender's terms:
+	 * out is what went to the receiver, whichever side says it */
+	uint64_t out = ui->pull ? st->wire_received : st->wire_sent;
+	uint64_t in = ui->pull ? st->wire_sent : st->wire_received;
 	char a[32], b[32], t[32];
 
 	fprintf(f, "bfo %s: %s%" PRIu64 " files %s (%s), %" PRIu64 " skipped, %" PRIu64 " deleted",
-		ui->cmd, dry ? "dry run: " : "", st->files, dry ? "to copy" : !ui->writes ? "sent" : wire ? "written" : "copied",
+		ui->cmd, dry ? "dry run: " : "", st->files, dry ? "to copy" : !ui->writes || ui->pull ? "sent" : wire ? "written" : "copied",
 		human(st->bytes, a, sizeof(a)), st->skipped, st->deleted);
 	if (wire)
 		fprintf(f, "; %s on the wire (%s out, %s in)", human(wire, t, sizeof(t)),
-			human(st->wire_sent, a, sizeof(a)), human(st->wire_received, b, sizeof(b)));
+			human(out, a, sizeof(a)), human(in, b, sizeof(b)));
 	if (st->tree_bytes && moved)
 		fprintf(f, "; tree %s, speed-up %.1f", human(st->tree_bytes, a, sizeof(a)),
 			(double)st->tree_bytes / (double)moved);
@@ -243,6 +276,18 @@ static void stats_lines(FILE *f, struct copy_ui *ui, struct bfo_copier *c, struc
 		cli_print_engines(f, "  read: ", &rst);
 }
 
+void copy_ui_failed(struct copy_ui *ui, struct bfo_copier *c, const char *dest, int ret)
+{
+	struct bfo_copy_stats st;
+
+	if (ret != -ENOSPC && ret != -EDQUOT) {
+		cli_dest_error(ui->cmd, dest, ret);
+		return;
+	}
+	bfo_copier_stats(c, &st);
+	cli_full_error(ui->cmd, dest, ret, st.space_needed);
+}
+
 void copy_ui_end(struct copy_ui *ui, struct bfo_copier *c, bool stats, bool sum)
 {
 	struct bfo_copy_stats st;
@@ -262,7 +307,10 @@ void copy_ui_end(struct copy_ui *ui, struct bfo_copier *c, bool stats, bool sum)
 	f = open_memstream(&text, &len);
 	if (!f)
 		f = stderr;              /* (no memory: in pieces, as before) */
-	summary(f, ui, &st, ui->dry);
+	/* (the far side of bfo cp: its --stats lines, the summary is the
+	 * near side's) */
+	if (!ui->server)
+		summary(f, ui, &st, ui->dry);
 	if (stats)
 		stats_lines(f, ui, c, st);
 	if (f != stderr && fclose(f) == 0)
@@ -319,6 +367,8 @@ int copy_ui_exit(const struct copy_ui *ui, int ret)
 	/* (as rsync: the limit's status where nothing else went wrong) */
 	if (ret == 0 && ui->held)
 		return CLI_EXIT_DEL_LIMIT;
+	if (ret == -ENOSPC || ret == -EDQUOT)
+		return CLI_EXIT_NOSPACE;
 	if (ret == -ECANCELED || (cli_signal && ret < 0))
 		return cli_exit_signal();
 	/* The destination refused (not a directory, its journal not ours),

@@ -46,6 +46,15 @@ struct copy_ui {
 	bool writes;                /* this side writes: its --stats name the writer */
 	bool dry;                   /* a dry run: the summary says so */
 	uint64_t held;              /* deletions --max-delete held back */
+	bool server;                /* the far side of bfo cp: the near side sums up */
+	bool pull;                  /* the near side of bfo cp HOST:SRC (it receives) */
+	/* bfo cp HOST:: a broken stream's lines (-EPIPE, -ENODATA) held until
+	 * the far side's exit says whether they are news (copy_ui_release) */
+	bool hold;
+	FILE *hold_f;
+	char *hold_text;
+	size_t hold_len;
+	unsigned hold_lines;
 };
 
 /* progress: 1, 0, or -1 when stderr is a terminal. */
@@ -66,6 +75,12 @@ int copy_ui_modes(struct copy_args *a);
  * free with copy_ui_sources_free. */
 char **copy_ui_sources(char *const *srcs, unsigned n);
 void copy_ui_sources_free(char **srcs, char *const *orig, unsigned n);
+/* A run of c that could not finish (ret < 0) on dest: a full destination
+ * in one line (cli_full_error), any other error as cli_dest_error. */
+void copy_ui_failed(struct copy_ui *ui, struct bfo_copier *c, const char *dest, int ret);
+/* The lines ui held (hold): said when say, else dropped (the far side, or
+ * the remote shell, said why the stream broke). */
+void copy_ui_release(struct copy_ui *ui, bool say);
 /* The exit status for a copier's return value (after copy_ui_end). */
 int copy_ui_exit(const struct copy_ui *ui, int ret);
 

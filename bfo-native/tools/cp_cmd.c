@@ -21,6 +21,7 @@
 struct cp_args {
 	struct copy_args c;
 	char **srcs;
+	char **named;           /* the sources as given (srcs: SRC/ as SRC/.) */
 	unsigned nsrcs;
 	const char *dst;
 	const char *rsh;        /* rsync's -e */
@@ -62,7 +63,7 @@ static int parse_args(int argc, char **argv, struct cp_args *a)
 	if (copy_ui_modes(&a->c))
 		return cli_usage_error(&cli_cmd_cp, "--checksum compares what is there, --replace "
 				       "replaces it: one or the other");
-	a->srcs = argv + optind;
+	a->srcs = a->named = argv + optind;
 	a->nsrcs = (unsigned)(argc - optind - 1);
 	a->dst = argv[argc - 1];
 	return -1;
@@ -85,6 +86,21 @@ static int make_copier(struct cp_args *a, struct copy_ui *ui, struct bfo_copier 
 	return ret;
 }
 
+/* A source directory copied into itself is refused before anything is
+ * written, in cp's words (the run would refuse it too, without them). */
+static bool into_itself(const struct cp_args *a, struct bfo_copier *c)
+{
+	unsigned i = 0;
+	int ret = bfo_copier_check(c, (const char *const *)a->srcs, a->nsrcs, a->dst, &i);
+
+	if (ret == -ELOOP)
+		fprintf(stderr, "bfo: cp: cannot copy a directory, '%s', into itself, '%s'\n",
+			a->named[i], a->dst);
+	else if (ret)
+		fprintf(stderr, "bfo: cp: %s\n", bfo_strerror(ret));
+	return ret != 0;
+}
+
 static int copy_local(struct cp_args *a)
 {
 	struct copy_ui ui;
@@ -94,11 +110,15 @@ static int copy_local(struct cp_args *a)
 	copy_ui_init(&ui, "cp", "copied", a->c.progress, true);
 	if (make_copier(a, &ui, &c))
 		return CLI_EXIT_USAGE;
+	if (into_itself(a, c)) {
+		bfo_copier_destroy(c);
+		return CLI_EXIT_USAGE;
+	}
 	copy_ui_running(c);
 	ret = bfo_copier_run(c, (const char *const *)a->srcs, a->nsrcs, a->dst);
 	copy_ui_running(NULL);
 	if (ret < 0 && ret != -ECANCELED)
-		cli_dest_error("cp", a->dst, ret);
+		copy_ui_failed(&ui, c, a->dst, ret);
 	copy_ui_end(&ui, c, a->c.stats, a->c.verbose || (a->c.flags & BFO_COPY_DRY_RUN));
 	bfo_copier_destroy(c);
 	return copy_ui_exit(&ui, ret);
@@ -192,6 +212,8 @@ static int copy_remote(struct cp_args *a, struct remote_arg *hosts, bool to_remo
 	else
 		v = far_argv(a, false, paths, a->nsrcs);
 	copy_ui_init(&ui, "cp", to_remote ? "sent" : "received", a->c.progress, !to_remote);
+	ui.pull = !to_remote;
+	ui.hold = true;
 	if (!v || make_copier(a, &ui, &c) ||
 	    remote_start(&r, a->rsh, hosts[to_remote ? a->nsrcs : 0].host, v, to_remote)) {
 		free(v);
@@ -204,14 +226,20 @@ static int copy_remote(struct cp_args *a, struct remote_arg *hosts, bool to_remo
 	ret = to_remote ? bfo_copier_send_duplex(c, paths, a->nsrcs, r.fd, r.reply) :
 			  bfo_copier_recv_duplex(c, r.fd, r.reply, a->dst);
 	copy_ui_running(NULL);
-	if (ret < 0 && ret != -ECANCELED && ret != -EPIPE && !to_remote)
-		cli_dest_error("cp", a->dst, ret);
-	copy_ui_end(&ui, c, a->c.stats, a->c.verbose || (a->c.flags & BFO_COPY_DRY_RUN));
-	local = ret == -EPIPE ? CLI_EXIT_SOME_FAILED : copy_ui_exit(&ui, ret);
 	struct bfo_copy_stats st;
 
 	bfo_copier_stats(c, &st);
+	/* The far side's end first: when it (or the remote shell) failed, it
+	 * said why, and this side's broken stream is no news. */
 	far = remote_finish(&r, "cp", a->rsh, a->remote_bfo, cli_signal != 0, st.wire_received > 0);
+	bool far_said = far != 0 && far != CLI_EXIT_SOME_FAILED && far != CLI_EXIT_DEL_LIMIT;
+
+	copy_ui_release(&ui, !far_said);
+	if (ret < 0 && ret != -ECANCELED && ret != -EPIPE && !to_remote &&
+	    !(far_said && ret == -ENODATA))
+		copy_ui_failed(&ui, c, a->dst, ret);
+	copy_ui_end(&ui, c, a->c.stats, a->c.verbose || (a->c.flags & BFO_COPY_DRY_RUN));
+	local = ret == -EPIPE ? CLI_EXIT_SOME_FAILED : copy_ui_exit(&ui, ret);
 	if (far == CLI_EXIT_SOME_FAILED && (ret == -EPIPE || ret == -ENODATA))
 		fprintf(stderr, "bfo: cp: the far side (%s %s %s) ended before the copy did\n",
 			a->rsh, r.host, to_remote ? "bfo recv" : "bfo send");

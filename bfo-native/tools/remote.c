@@ -222,6 +222,7 @@ int remote_finish(struct remote *r, const char *cmd, const char *rsh, const char
 		fprintf(stderr, "bfo: %s: '%s' is not found on %s (install bfo there, or name it with "
 			"--remote-bfo PATH)\n", cmd, bfo, r->host);
 	if (code == 0 || code == CLI_EXIT_SOME_FAILED || code == CLI_EXIT_DEL_LIMIT ||
+	    code == CLI_EXIT_NOSPACE ||
 	    code == CLI_EXIT_SIGNALED + SIGINT || code == CLI_EXIT_SIGNALED + SIGTERM)
 		return code;
 	return CLI_EXIT_USAGE;

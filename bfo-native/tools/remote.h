@@ -41,7 +41,7 @@ int remote_start(struct remote *r, const char *rsh, const char *host, char *cons
 
 /*
  * Close our end and wait for the far side.  Returns its exit status as
- * the subcommands define them (0, 1, 2, 25, 130, 143), after naming on
+ * the subcommands define them (0, 1, 2, 11, 25, 130, 143), after naming on
  * stderr why the remote shell itself failed (255: could not connect, or,
  * answered (the far bfo was heard from), the far side died; 127: no bfo
  * there).  cancelled (we were interrupted): the far side, its stream

@@ -68,6 +68,7 @@ static int run(bool recv, struct sr_args *a, char **paths, int npaths)
 		return CLI_EXIT_USAGE;
 	}
 	ui.dry = a->c.flags & BFO_COPY_DRY_RUN;
+	ui.server = a->c.server;
 	/* items: never on stdout where the stream or the answers go */
 	if (copy_args_apply(&a->c, c, cmd, recv && !a->c.server ? stdout : recv ? NULL : stderr)) {
 		bfo_copier_destroy(c);
@@ -90,7 +91,7 @@ static int run(bool recv, struct sr_args *a, char **paths, int npaths)
 	copy_ui_running(NULL);
 	if (ret < 0 && ret != -EPIPE && ret != -ECANCELED && recv && ret != -EBADMSG &&
 		 ret != -EPROTONOSUPPORT && ret != -ENODATA)
-		cli_dest_error(cmd, paths[0], ret);   /* stream errors were said with their reason */
+		copy_ui_failed(&ui, c, paths[0], ret);   /* stream errors were said with their reason */
 	else if (ret < 0 && ret != -EPIPE && ret != -ECANCELED && !recv)
 		fprintf(stderr, "bfo: send: %s\n", bfo_strerror(ret));
 	/* (the far side of bfo cp leaves the summary to the near side) */

@@ -50,6 +50,8 @@ struct wr {
 	struct cli_progress prog;
 	bool owner;
 	uint64_t batch_bytes, batch_entries;
+	int nospace;                /* -ENOSPC or -EDQUOT met: the stream stops there */
+	uint64_t needed;            /* bytes of the files it refused in that batch */
 };
 
 static _Noreturn void die_oom(void)
@@ -88,12 +90,21 @@ static void wr_flush(struct wr *r)
 		return;
 	int ret = bfo_writer_write(r->w, r->e, (unsigned)r->n);
 
-	if (ret < 0)
+	if (ret == -ENOSPC || ret == -EDQUOT)
+		r->nospace = ret;
+	else if (ret < 0)
 		fprintf(stderr, "bfo: write: batch failed: %s\n", bfo_strerror(ret));
 	for (size_t i = 0; i < r->n; i++) {
-		if (r->e[i].status == -ECANCELED && cli_signal) {
+		int st = r->e[i].status;
+
+		if (st == -ECANCELED && cli_signal) {
 			r->errors++;            /* not made, and not to be named */
-		} else if (r->e[i].status) {
+		} else if (st == -ENOSPC || st == -EDQUOT) {
+			/* a full file system: said once, at the end (cli_full_error) */
+			r->nospace = st;
+			r->needed += r->e[i].type == BFO_WTYPE_FILE ? r->e[i].length : 0;
+			r->errors++;
+		} else if (st) {
 			fprintf(stderr, "bfo: write: %s: %s\n", r->e[i].path,
 				bfo_strerror(r->e[i].status));
 			r->errors++;
@@ -127,7 +138,7 @@ static int wr_entry(void *ctx, struct bfo_wentry *e)
 {
 	struct wr *r = ctx;
 
-	if (cli_signal) {                 /* the stream stops here */
+	if (cli_signal || r->nospace) {   /* the stream stops here */
 		free((void *)e->path);
 		free((void *)e->data);
 		return -1;
@@ -250,7 +261,7 @@ static void close_writer(struct wr *r, const char *dir, bool stats)
 	t_close = cli_now_ns();
 	ret = bfo_writer_close(r->w);
 	t_close = cli_now_ns() - t_close;
-	if (ret && !cli_signal) {
+	if (ret && !cli_signal && !r->nospace) {   /* (a full file system: said after) */
 		fprintf(stderr, "bfo: write: %s: %s\n", dir, bfo_strerror(ret));
 		r->errors++;
 	}
@@ -313,6 +324,10 @@ int cmd_write(int argc, char **argv)
 	if (cli_signal) {
 		interrupted_note(a.dir);
 		return cli_exit_signal();
+	}
+	if (r.nospace) {
+		cli_full_error("write", a.dir, r.nospace, r.needed);
+		return CLI_EXIT_NOSPACE;
 	}
 	if (ret < 0)
 		return CLI_EXIT_USAGE;

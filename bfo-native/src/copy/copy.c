@@ -158,6 +158,7 @@ void copy_run_reset(struct bfo_copier *c)
 	c->list_rawmeta = 0;
 	c->list_tree_bytes = 0;
 	c->send_err = 0;
+	c->nospace = 0;
 	c->dst_fd = -1;
 	c->reading = false;
 	c->broken = NULL;
@@ -392,7 +393,8 @@ static int run_close(struct bfo_copier *c, struct run *r)
 	c->st.ns_total = bfo_now_ns() - c->t0;
 	if (c->oom)
 		c->st.errors++;
-	ret = c->send_err ? c->send_err : atomic_load(&c->cancel) ? -ECANCELED : c->oom ? -ENOMEM :
+	ret = c->send_err ? c->send_err : c->nospace ? c->nospace :
+	      atomic_load(&c->cancel) ? -ECANCELED : c->oom ? -ENOMEM :
 	      (int)MIN(c->st.errors, (uint64_t)INT32_MAX);
 	pthread_mutex_unlock(&c->lock);
 	return ret;
@@ -455,7 +457,9 @@ BFO_API int bfo_copier_run(struct bfo_copier *c, const char *const *srcs, unsign
 	for (unsigned i = 0; i < nsrc; i++)
 		if (!srcs[i] || !*srcs[i])
 			return -EINVAL;
-	ret = copier_run(c, srcs, nsrc, dst);
+	ret = bfo_copier_check(c, srcs, nsrc, dst, NULL);
+	if (!ret)
+		ret = copier_run(c, srcs, nsrc, dst);
 	copy_run_end(c);
 	return ret;
 }

@@ -104,6 +104,7 @@ struct bfo_copier {
 	bool oom;
 	bool reading;               /* a read batch was started */
 	int send_err;               /* the stream (or the destination) could not be written */
+	int nospace;                /* -ENOSPC or -EDQUOT met: the run stops (copy_report) */
 	int dst_fd;                 /* the destination root, compared and written (owned) */
 	const atomic_bool *broken;  /* a receiver's broken stream (rx.broken): its writer stops */
 

@@ -60,6 +60,11 @@ void copy_batch_done(struct bfo_copier *c)
 		 * or STOP_ON_ERROR after a failure that is reported). */
 		if (e->status == -ECANCELED)
 			continue;
+		if (e->status == -ENOSPC || e->status == -EDQUOT) {
+			pthread_mutex_lock(&c->lock);
+			c->st.space_needed += e->type == BFO_WTYPE_FILE ? e->length : 0;
+			pthread_mutex_unlock(&c->lock);
+		}
 		if (e->status || e->owner_status) {
 			char *full = c->root ? copy_join(c->root, e->path) : NULL;
 
@@ -102,6 +107,10 @@ void copy_flush(struct bfo_copier *c)
 		 * stream broke): it ends with that error, its batch unwritten. */
 		c->send_err = ret;
 		atomic_store(&c->cancel, true);
+		pthread_mutex_lock(&c->lock);
+		for (size_t i = 0; (ret == -ENOSPC || ret == -EDQUOT) && i < c->n; i++)
+			c->st.space_needed += c->e[i].type == BFO_WTYPE_FILE ? c->e[i].length : 0;
+		pthread_mutex_unlock(&c->lock);
 		c->n = 0;
 	}
 	if (c->n)

@@ -49,8 +49,25 @@ static void count_error(struct bfo_copier *c)
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* A full destination ends the run, as rsync's and cp's end: its batch
+ * finishes (each file whole or absent), nothing more is read, and the
+ * failures it causes are counted, not each said: the caller says it once. */
+static bool full(struct bfo_copier *c, int status)
+{
+	if (status != -ENOSPC && status != -EDQUOT)
+		return false;
+	if (!c->nospace) {
+		c->nospace = status;
+		bfo_copier_cancel(c);
+	}
+	count_error(c);
+	return true;
+}
+
 void copy_report(struct bfo_copier *c, const char *path, int status)
 {
+	if (full(c, status))
+		return;
 	/* (from a sender's scan begun early: said later, or dropped) */
 	if (c->prescan && copy_report_deferred(c, path, status))
 		return;

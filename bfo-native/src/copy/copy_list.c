@@ -182,7 +182,8 @@ void copy_list_free(struct bfo_copier *c)
 
 /* ------------------------------------------------------------ listing */
 
-/* What the scan of a source leaves out: what the filter excludes. */
+/* What the scan of a source leaves out: a journal (filter_journal), and
+ * what the filter excludes. */
 struct skipper {
 	const struct filter *f;
 	const char *name;           /* the source's name: filter names are name/rel */
@@ -194,6 +195,10 @@ static bool skip(void *arg, const char *rel, bool dir)
 	char *name;
 	bool out;
 
+	if (filter_journal(rel))
+		return true;
+	if (!k->f)
+		return false;
 	if (asprintf(&name, "%s%s%s", k->name, *k->name ? "/" : "", rel) < 0)
 		return false;
 	out = filter_excluded(k->f, name, dir);
@@ -292,7 +297,7 @@ int copy_list_source(struct bfo_copier *c, uint16_t srcno, const char *src, cons
 	}
 	if (!ret && S_ISDIR(st->st_mode)) {
 		k.name = name;
-		ret = scan_start(&s, c->srcs[srcno].root, &c->ro, flags, c->filter ? skip : NULL, &k);
+		ret = scan_start(&s, c->srcs[srcno].root, &c->ro, flags, skip, &k);
 	}
 	while (s && !ret && !atomic_load(&c->cancel) && (n = scan_next(s, &e)) > 0) {
 		for (long i = 0; i < n && !ret; i++) {

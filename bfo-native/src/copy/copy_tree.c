@@ -72,8 +72,9 @@ void copy_add_other(struct bfo_copier *c, const char *src, const char *dest, con
 	copy_maybe_flush(c);
 }
 
-/* What the walk of a source leaves out: what the filter excludes (names
- * are the source's name and the path below it, as rsync's). */
+/* What the walk of a source leaves out: a journal (filter_journal), and
+ * what the filter excludes (names are the source's name and the path below
+ * it, as rsync's). */
 struct skipper {
 	const struct filter *f;
 	const char *name;
@@ -87,6 +88,10 @@ static bool walk_skip(void *arg, const char *path, bool dir)
 	char *name;
 	bool out;
 
+	if (filter_journal(rel))
+		return true;
+	if (!k->f)
+		return false;
 	if (asprintf(&name, "%s%s%s", k->name, *k->name ? "/" : "", rel) < 0)
 		return false;
 	out = filter_excluded(k->f, name, dir);
@@ -112,7 +117,7 @@ static void copy_tree(struct bfo_copier *c, const char *src, const char *prefix,
 	struct skipper k = { c->filter, c->srcs[srcno].name, strlen(src) };
 	struct walk *wk = walk_start_skip(src, WALK_THREADS, WALK_BATCH,
 					  WALK_SORT | WALK_NOFOLLOW | WALK_ALL,
-					  c->filter ? walk_skip : NULL, &k);
+					  walk_skip, &k);
 	struct walk_file *batch;
 	size_t n, slen = strlen(src);
 	uint64_t skipped_n = 0, errors = 0;

@@ -38,7 +38,6 @@ struct dindex {
 struct skipper {
 	const struct filter *f;
 	const char *name;           /* the source's name: filter names are name/rel */
-	bool root;                  /* the copy is the root: its .bfo-journal is the writer's */
 };
 
 static bool skip(void *arg, const char *rel, bool dir)
@@ -50,8 +49,9 @@ static bool skip(void *arg, const char *rel, bool dir)
 	bool out;
 
 	base = base ? base + 1 : rel;
-	if (!strncmp(base, BFO_TMP_PREFIX, sizeof(BFO_TMP_PREFIX) - 1) ||
-	    (k->root && !strcmp(rel, BFO_JOURNAL_DIR)))
+	/* a journal at any level: the sources never hold one (filter_journal),
+	 * and --delete leaves it as it leaves what a rule excludes */
+	if (!strncmp(base, BFO_TMP_PREFIX, sizeof(BFO_TMP_PREFIX) - 1) || filter_journal(rel))
 		return true;
 	if (!k->f)
 		return false;
@@ -246,7 +246,7 @@ static int scan_copy(struct dindex *ix, const char *root, const struct dindex_co
 		     void (*failed)(void *arg, const char *path, int status), void *arg,
 		     const atomic_bool *cancel)
 {
-	struct skipper k = { f, c->name, !*c->prefix };
+	struct skipper k = { f, c->name };
 	struct scan *s;
 	struct scan_ent *e;
 	struct bfo_stats st;

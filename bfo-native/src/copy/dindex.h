@@ -65,7 +65,7 @@ struct dindex;
 /*
  * Scan the copies copies[0..n) below root (rootfd: the same directory,
  * open), leaving out what the filter excludes and the writer's own names
- * (.bfo-journal at the root, .bfo-tmp.* anywhere).  ro: the read options.
+ * (.bfo-journal and .bfo-tmp.* anywhere).  ro: the read options.
  * Directories that cannot be read are passed to failed(arg, path, -errno)
  * (their entries are then unknown: compared as missing, never deleted).
  * cancel (may be NULL), once set, stops the scan between its batches.

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "filter.h"
+#include "write.h"
 
 enum tok_kind { T_CHAR, T_ANY, T_CLASS, T_STAR, T_DSTAR };
 
@@ -431,4 +432,11 @@ void filter_free(struct filter *f)
 	if (f)
 		free(f->r);
 	free(f);
+}
+
+bool filter_journal(const char *name)
+{
+	const char *base = strrchr(name, '/');
+
+	return !strcmp(base ? base + 1 : name, BFO_JOURNAL_DIR);
 }

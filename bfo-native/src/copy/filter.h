@@ -50,6 +50,15 @@ const char *filter_rule(const struct filter *f, size_t i);
 
 void filter_free(struct filter *f);
 
+/*
+ * Whether the last component of name is ".bfo-journal": a writer's journal
+ * (perhaps the live one of this very run, when the destination lies in a
+ * source), at any level and of any type.  A copy never reads one as data
+ * and --delete never removes one, as if every rule list began with
+ * "- .bfo-journal".
+ */
+bool filter_journal(const char *name);
+
 /* pattern (len bytes, no trailing '/') matches text[0..tlen), '*' and '?'
  * not crossing '/', "**" crossing it: the matcher alone, for the fuzzer. */
 bool filter_glob(const char *pattern, size_t len, const char *text, size_t tlen);

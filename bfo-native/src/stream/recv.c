@@ -500,7 +500,8 @@ BFO_API int bfo_copier_recv_duplex(struct bfo_copier *c, int fd, int reply_fd, c
 	c->st.write_engine = x.wst.engine;
 	c->st.ns_total = bfo_now_ns() - c->t0;
 	if (!ret)
-		ret = atomic_load(&c->cancel) ? -ECANCELED : (int)MIN(c->st.errors, (uint64_t)INT32_MAX);
+		ret = c->nospace ? c->nospace : atomic_load(&c->cancel) ? -ECANCELED :
+		      (int)MIN(c->st.errors, (uint64_t)INT32_MAX);
 	pthread_mutex_unlock(&c->lock);
 	copy_progress(c, true);
 	copy_run_end(c);

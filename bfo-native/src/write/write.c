@@ -131,18 +131,22 @@ static int journal_take(struct bfo_writer *w)
 	return ret;
 }
 
-/* This writer's lock goes; the directory too when no one else is in it. */
-static void journal_leave(struct bfo_writer *w)
+/* This writer's lock goes; the directory too when no one else is in it
+ * (then true). */
+static bool journal_leave(struct bfo_writer *w)
 {
+	bool gone = false;
+
 	if (w->lockfd >= 0) {
 		unlinkat(w->jfd, w->lockname, 0);
 		close(w->lockfd);
 	}
 	if (w->jfd >= 0) {
 		close(w->jfd);
-		unlinkat(w->rootfd, BFO_JOURNAL_DIR, AT_REMOVEDIR);
+		gone = unlinkat(w->rootfd, BFO_JOURNAL_DIR, AT_REMOVEDIR) == 0;
 	}
 	w->jfd = w->lockfd = -1;
+	return gone;
 }
 
 /*
@@ -200,6 +204,12 @@ BFO_API int bfo_writer_open(struct bfo_writer **out, const char *root, const str
 		ret = -errno;
 		goto fail;
 	}
+	struct stat rst;
+
+	if (fstat(w->rootfd, &rst) == 0) {
+		w->root_mtime = rst.st_mtim;
+		w->root_mtime_ok = true;
+	}
 	/* A read-only file system says so here, even where an old journal
 	 * directory makes mkdir answer EEXIST first. */
 	if (fstatvfs(w->rootfd, &sv) == 0 && (sv.f_flag & ST_RDONLY)) {
@@ -211,6 +221,8 @@ BFO_API int bfo_writer_open(struct bfo_writer **out, const char *root, const str
 		goto fail;
 	/* Unfinished batches of earlier writers come first. */
 	journal_recover(w->rootfd, w->jfd, &rs);
+	if (rs.removed || rs.finished)
+		atomic_store(&w->root_touched, true);
 	w->blksz = fstatvfs(w->rootfd, &sv) == 0 && sv.f_bsize >= 512 && sv.f_bsize <= (1u << 20) ?
 		   (uint32_t)sv.f_bsize : 4096;
 	/* AUTO is batched everywhere: with the writeback behind the tasks,
@@ -373,7 +385,13 @@ BFO_API int bfo_writer_close(struct bfo_writer *w)
 	    !ret)
 		ret = -errno;
 	pool_stop(&w->pool);
-	journal_leave(w);
+	if (journal_leave(w) && w->root_mtime_ok && !atomic_load(&w->root_touched)) {
+		/* only the journal came and went in the root: its mtime as it
+		 * was (rsync -a leaves DST's own mtime when nothing in it is new) */
+		struct timespec t[2] = { { .tv_nsec = UTIME_OMIT }, w->root_mtime };
+
+		futimens(w->rootfd, t);
+	}
 	close(w->rootfd);
 	free(w->streams);
 	pthread_mutex_destroy(&w->lock);

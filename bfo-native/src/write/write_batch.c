@@ -681,6 +681,20 @@ static uint64_t lap(uint64_t *t0)
 	return d;
 }
 
+/* e makes, replaces or removes a name in the root (its mtime is then the
+ * kernel's); a directory already there only takes its metadata. */
+static bool root_name(struct bfo_writer *w, const struct bfo_wentry *e)
+{
+	struct stat st;
+
+	if (!e->path || strchr(e->path, '/'))
+		return false;
+	if (!*e->path || !strcmp(e->path, "."))
+		return true;              /* the root's own metadata: the entry's */
+	return e->type != BFO_WTYPE_DIR || (e->flags & BFO_WENTRY_REPLACE_TREE) ||
+	       fstatat(w->rootfd, e->path, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode);
+}
+
 BFO_API int bfo_writer_write(struct bfo_writer *w, struct bfo_wentry *e, unsigned n)
 {
 	struct wbatch b = { .w = w, .e = e, .n = n, .stem_fd = -1, .ifd = -1, .mfd = -1 };
@@ -697,6 +711,9 @@ BFO_API int bfo_writer_write(struct bfo_writer *w, struct bfo_wentry *e, unsigne
 		w->st.failed += n;
 		return (int)n;
 	}
+	for (unsigned i = 0; i < n && !atomic_load(&w->root_touched); i++)
+		if (root_name(w, &e[i]))
+			atomic_store(&w->root_touched, true);
 	ret = batch_alloc(&b);
 	if (!ret) {
 		batch_plan(&b);

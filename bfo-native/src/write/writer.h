@@ -83,6 +83,12 @@ struct bfo_writer {
 	size_t nstreams, capstreams;
 	uint64_t tmp_seq;
 	int first_err;
+	/* The root's mtime before the journal was made in it: set back at
+	 * close when nothing of the root's own changed (root_touched), as
+	 * rsync leaves DST's mtime; the journal's coming and going is ours. */
+	struct timespec root_mtime;
+	bool root_mtime_ok;
+	atomic_bool root_touched;
 	mode_t umask;               /* the process's, read once at open */
 	/* DURABILITY_CLOSE: batches written but not yet synced; their
 	 * manifests stay (locked) until the syncfs that covers them. */
