@@ -93,8 +93,10 @@ static void strip_preload(void)
 	}
 	for (char *t = strtok_r(copy, ": ", &save); t; t = strtok_r(NULL, ": ", &save)) {
 		const char *base = strrchr(t, '/');
+		const char *b = base ? base + 1 : t;
 
-		if (strcmp(base ? base + 1 : t, "libbfo_tar.so") == 0)
+		/* libbfo_tar.so, or its soname or real name (libbfo_tar.so.0...) */
+		if (strncmp(b, "libbfo_tar.so", 13) == 0 && (b[13] == '\0' || b[13] == '.'))
 			continue;
 		if (ol)
 			out[ol++] = ':';
