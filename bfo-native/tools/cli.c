@@ -224,7 +224,8 @@ static void mount_of(const char *dest, char *out, size_t len)
 	snprintf(out, len, "%s", p);
 }
 
-static const char *mb(uint64_t b, char *buf, size_t len)
+/* A byte count for people: 1.2 MB, 340 kB, 12 B. */
+const char *cli_human(uint64_t b, char *buf, size_t len)
 {
 	if (b >= 10000000)
 		snprintf(buf, len, "%.1f MB", (double)b / 1e6);
@@ -246,7 +247,7 @@ void cli_full_error(const char *cmd, const char *dest, int err, uint64_t needed)
 		left = (uint64_t)vfs.f_bavail * vfs.f_frsize;
 	fprintf(stderr, "bfo: %s: %s on %s (the file system of %s): %s more needed by the batch "
 		"being written, %s left; stopped there, every file written is whole%s\n", cmd,
-		err == -EDQUOT ? "quota exceeded" : "no space left", mnt, dest, mb(needed, a, sizeof(a)),
-		mb(left, b, sizeof(b)), strcmp(cmd, "write") ? ", and the same command run again with "
+		err == -EDQUOT ? "quota exceeded" : "no space left", mnt, dest, cli_human(needed, a, sizeof(a)),
+		cli_human(left, b, sizeof(b)), strcmp(cmd, "write") ? ", and the same command run again with "
 		"room finishes the copy" : " (run again with room and --replace)");
 }

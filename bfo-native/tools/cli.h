@@ -85,6 +85,9 @@ void cli_dest_error(const char *cmd, const char *dest, int err);
  * system by its mount point, what was needed, what is left. */
 void cli_full_error(const char *cmd, const char *dest, int err, uint64_t needed);
 
+/* A byte count for people (1.2 MB, 340 kB, 12 B) in buf. */
+const char *cli_human(uint64_t b, char *buf, size_t len);
+
 int cmd_cp(int argc, char **argv);
 int cmd_send(int argc, char **argv);
 int cmd_recv(int argc, char **argv);

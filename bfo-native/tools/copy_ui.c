@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "cli_opts.h"
 #include "copy_ui.h"
 
@@ -197,18 +198,6 @@ void copy_ui_running(struct bfo_copier *c)
 		cli_on_signals(on_signal, false);
 }
 
-/* A byte count for people: 1.2 MB, 340 kB, 12 B. */
-static const char *human(uint64_t b, char *buf, size_t len)
-{
-	if (b >= 10000000)
-		snprintf(buf, len, "%.1f MB", (double)b / 1e6);
-	else if (b >= 10000)
-		snprintf(buf, len, "%.1f kB", (double)b / 1e3);
-	else
-		snprintf(buf, len, "%" PRIu64 " B", b);
-	return buf;
-}
-
 /* The summary line: files sent (or copied), skipped, deleted; bytes on
  * the wire; the speed-up against the tree's bytes (rsync's: the tree's
  * bytes over the bytes that crossed, or here were written). */
@@ -224,15 +213,15 @@ static void summary(FILE *f, const struct copy_ui *ui, const struct bfo_copy_sta
 
 	fprintf(f, "bfo %s: %s%" PRIu64 " files %s (%s), %" PRIu64 " skipped, %" PRIu64 " deleted",
 		ui->cmd, dry ? "dry run: " : "", st->files, dry ? "to copy" : !ui->writes || ui->pull ? "sent" : wire ? "written" : "copied",
-		human(st->bytes, a, sizeof(a)), st->skipped, st->deleted);
+		cli_human(st->bytes, a, sizeof(a)), st->skipped, st->deleted);
 	if (wire)
-		fprintf(f, "; %s on the wire (%s out, %s in)", human(wire, t, sizeof(t)),
-			human(out, a, sizeof(a)), human(in, b, sizeof(b)));
+		fprintf(f, "; %s on the wire (%s out, %s in)", cli_human(wire, t, sizeof(t)),
+			cli_human(out, a, sizeof(a)), cli_human(in, b, sizeof(b)));
 	if (st->tree_bytes && moved)
-		fprintf(f, "; tree %s, speed-up %.1f", human(st->tree_bytes, a, sizeof(a)),
+		fprintf(f, "; tree %s, speed-up %.1f", cli_human(st->tree_bytes, a, sizeof(a)),
 			(double)st->tree_bytes / (double)moved);
 	else if (st->tree_bytes)
-		fprintf(f, "; tree %s, none of it moved", human(st->tree_bytes, a, sizeof(a)));
+		fprintf(f, "; tree %s, none of it moved", cli_human(st->tree_bytes, a, sizeof(a)));
 	fprintf(f, "\n");
 }
 
