@@ -71,7 +71,13 @@ struct meta {
 	mode_t mode;
 };
 
-struct xdir;
+/* A directory tar makes files in, held until they have their names. */
+struct xdir {
+	int fd;                 /* O_PATH | O_DIRECTORY */
+	dev_t dev;
+	ino_t ino;
+	unsigned refs;          /* atomic: its unnamed files, and the cache */
+};
 struct xroot;
 
 struct wfile {
@@ -149,6 +155,8 @@ int unnamed_create(int dirfd, const char *path, int flags, mode_t mode);
 void name_files(struct wfile **q, unsigned n, int final);
 int names_reach(int dirfd, const char *path);
 int names_dir_holds(dev_t dev, ino_t ino);
+
+/* extract_dirmeta.c: a directory's metadata while names in it are pending */
 int dir_meta_unflushed(int dirfd, const char *path, int flags, const struct timespec ts[2], int what,
 		       mode_t mode);
 void dir_times_restore(struct wfile **q, unsigned n);
@@ -159,6 +167,9 @@ void names_add(const struct wfile *w);
 void names_handoff(struct wfile *const *g, unsigned n);
 void names_generation_done(void);
 void names_rebuild(void);
+/* path as its directory part (malloc'd; "." for none) and its last name;
+ * 0 where that is not a plain name in a directory (extract_name.c). */
+int path_split(const char *path, char **part, const char **base);
 void xdir_put(struct xdir *d);
 void xdir_names_changed(void);
 int xdir_fd(const struct xdir *d);

@@ -41,14 +41,6 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-/* A directory tar makes files in, held until they have their names. */
-struct xdir {
-	int fd;                 /* O_PATH | O_DIRECTORY */
-	dev_t dev;
-	ino_t ino;
-	unsigned refs;          /* atomic: its unnamed files, and the cache */
-};
-
 static unsigned xdirs_live;     /* atomic: descriptors the xdirs hold */
 
 /* tar's thread: the last directory files were made in, and tar's name for
@@ -179,7 +171,7 @@ static void tmpfile_refused(dev_t dev)
 
 /* path as its directory part (malloc'd; "." for none) and its last name;
  * 0 where that is not a plain name in a directory. */
-static int split(const char *path, char **part, const char **base)
+int path_split(const char *path, char **part, const char **base)
 {
 	const char *s = strrchr(path, '/');
 	size_t n;
@@ -401,154 +393,6 @@ int names_reach(int dirfd, const char *path)
 	return 0;
 }
 
-/* ------------------------------------------------------------ directories' metadata */
-
-/*
- * tar sets a directory's times, owner and mode (its delayed set_stat)
- * as soon as it leaves the directory, while the names of the files it
- * made there may still be pending.  A link would change the directory's
- * times afterwards, so that used to flush the queue, and with a syncfs
- * before every batch's names that was a syncfs per directory on tar's
- * thread.  Instead tar's call runs now and the times it gave are kept:
- * when names are given in that directory later, its times are given
- * again (dir_times_restore), under a lock the flusher takes too, so that
- * the directory ends with tar's times whichever comes first.  Owner and
- * mode go ahead where the links stay allowed (root; a user's mode that
- * leaves the user, its owner, write and search); otherwise flushed.
- * tar making another entry there drops what was kept (plain tar's later
- * create moves the times too).
- */
-#define KEPT_MAX 64
-
-static struct {
-	pthread_mutex_t lock;
-	unsigned n;             /* atomic reads outside the lock */
-	struct kept {
-		dev_t dev;
-		ino_t ino;
-		struct timespec ts[2];
-	} k[KEPT_MAX];
-} kt = { .lock = PTHREAD_MUTEX_INITIALIZER };
-
-static struct kept *kept_find(dev_t dev, ino_t ino)
-{
-	for (unsigned i = 0; i < kt.n; i++)
-		if (kt.k[i].dev == dev && kt.k[i].ino == ino)
-			return &kt.k[i];
-	return NULL;
-}
-
-static int dir_times_keep(dev_t dev, ino_t ino, const struct timespec ts[2])
-{
-	struct kept *k;
-
-	pthread_mutex_lock(&kt.lock);
-	if (!(k = kept_find(dev, ino)) && kt.n < KEPT_MAX) {
-		k = &kt.k[kt.n];
-		k->dev = dev;
-		k->ino = ino;
-		__atomic_store_n(&kt.n, kt.n + 1, __ATOMIC_RELEASE);
-	}
-	if (k) {
-		k->ts[0] = ts ? ts[0] : (struct timespec){ .tv_nsec = UTIME_NOW };
-		k->ts[1] = ts ? ts[1] : (struct timespec){ .tv_nsec = UTIME_NOW };
-	}
-	pthread_mutex_unlock(&kt.lock);
-	return k != NULL;
-}
-
-/*
- * tar's utimensat (DM_TIMES, ts), fchownat (DM_OWNER) or fchmodat
- * (DM_MODE, mode) by name of dirfd/path: 1 when it is a directory holding
- * pending names and may go ahead without a flush (nothing else pending is
- * reached, and the links stay allowed: root, or a mode that leaves its
- * owner, the user, write and search), 0 when the usual rule holds.
- */
-int dir_meta_unflushed(int dirfd, const char *path, int flags, const struct timespec ts[2], int what,
-		       mode_t mode)
-{
-	uid_t me = geteuid();
-	struct stat sb;
-
-	if (!path || (what == DM_OWNER && me != 0) || names_reach(dirfd, path) ||
-	    real_fstatat(dirfd, path, &sb, flags & AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(sb.st_mode) ||
-	    !names_dir_holds(sb.st_dev, sb.st_ino))
-		return 0;
-	if (what == DM_MODE && me != 0 && (sb.st_uid != me || (mode & (S_IWUSR | S_IXUSR)) != (S_IWUSR | S_IXUSR)))
-		return 0;
-	return what != DM_TIMES || dir_times_keep(sb.st_dev, sb.st_ino, ts);
-}
-
-/* q[0..n) took their names: the directories among theirs whose times tar
- * set get them again.  Where write_out runs. */
-void dir_times_restore(struct wfile **q, unsigned n)
-{
-	char p[48];
-
-	if (!__atomic_load_n(&kt.n, __ATOMIC_ACQUIRE))
-		return;
-	pthread_mutex_lock(&kt.lock);
-	for (unsigned j = 0; j < kt.n; j++) {
-		for (unsigned i = 0; i < n; i++) {
-			const struct xdir *d = q[i]->dir;
-
-			if (d && d->dev == kt.k[j].dev && d->ino == kt.k[j].ino) {
-				snprintf(p, sizeof(p), "/proc/self/fd/%d", d->fd);
-				if (real_utimensat(AT_FDCWD, p, kt.k[j].ts, 0) < 0)
-					say(q[i]->name, "Cannot utime its directory", errno);
-				break;
-			}
-		}
-	}
-	pthread_mutex_unlock(&kt.lock);
-}
-
-static void kept_remove(unsigned i)
-{
-	kt.k[i] = kt.k[kt.n - 1];
-	__atomic_store_n(&kt.n, kt.n - 1, __ATOMIC_RELEASE);
-}
-
-/* tar makes a file in dev/ino: its times move, as in plain tar. */
-void dir_times_drop(dev_t dev, ino_t ino)
-{
-	if (!__atomic_load_n(&kt.n, __ATOMIC_ACQUIRE))
-		return;
-	pthread_mutex_lock(&kt.lock);
-	for (unsigned i = 0; i < kt.n; i++)
-		if (kt.k[i].dev == dev && kt.k[i].ino == ino)
-			kept_remove(i--);
-	pthread_mutex_unlock(&kt.lock);
-}
-
-/* tar makes an entry by name (a directory, a symlink, a node) at
- * dirfd/path: the times of its directory move, as in plain tar. */
-void dir_times_entry_made(int dirfd, const char *path)
-{
-	const char *base;
-	struct stat sb;
-	char *part;
-
-	if (!__atomic_load_n(&kt.n, __ATOMIC_ACQUIRE) || !path || !split(path, &part, &base))
-		return;
-	if (real_fstatat(dirfd, part, &sb, 0) == 0)
-		dir_times_drop(sb.st_dev, sb.st_ino);
-	free(part);
-}
-
-/* Directories without pending names any more (tar's thread, the names
- * rebuilt) need nothing kept. */
-void dir_times_prune(void)
-{
-	if (!__atomic_load_n(&kt.n, __ATOMIC_ACQUIRE))
-		return;
-	pthread_mutex_lock(&kt.lock);
-	for (unsigned i = 0; i < kt.n; i++)
-		if (!names_dir_holds(kt.k[i].dev, kt.k[i].ino))
-			kept_remove(i--);
-	pthread_mutex_unlock(&kt.lock);
-}
-
 /* ------------------------------------------------------------ the deferred unlink */
 
 static struct {
@@ -611,7 +455,7 @@ int defer_unlink(int dirfd, const char *path, int flags)
 		vic.settled = NULL;
 	}
 	if (!match || vic.active || (vic.settled && !strcmp(vic.settled, path)) ||
-	    born_in_run(dirfd, path, &sb) != 0 || S_ISDIR(sb.st_mode) || !split(path, &part, &base))
+	    born_in_run(dirfd, path, &sb) != 0 || S_ISDIR(sb.st_mode) || !path_split(path, &part, &base))
 		return 0;
 	d = xdir_get(dirfd, part);
 	free(part);
@@ -752,7 +596,7 @@ int unnamed_create(int dirfd, const char *path, int flags, mode_t mode)
 	char *part;
 	uint64_t bh;
 
-	if (!split(path, &part, &base))
+	if (!path_split(path, &part, &base))
 		return -1;
 	d = xdir_get(dirfd, part);
 	free(part);
