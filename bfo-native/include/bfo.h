@@ -680,7 +680,13 @@ struct bfo_copy_stats {
 	uint64_t wire_sent;     /* bytes written to the stream (and its back channel), as they went */
 	uint64_t wire_received; /* bytes read from them */
 	uint64_t delete_held;   /* deletions not made: past bfo_copy_opts' delete_limit */
-	uint64_t reserved[2];
+	/* What a progress display measures against: the regular files the
+	 * sources' walk (or a sync's list) met so far, and, once listed_whole
+	 * is 1, that it met them all: listed_files (and a sync's tree_bytes)
+	 * are then the run's totals.  Files copied and skipped add up to
+	 * listed_files at the end. */
+	uint64_t listed_files;
+	uint64_t listed_whole;
 };
 
 /* Called on the thread of bfo_copier_run(): error once per failed entry

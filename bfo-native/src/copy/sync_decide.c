@@ -394,6 +394,8 @@ uint8_t sync_decide(struct sync *y, const struct lent *e)
 
 	if (reg)
 		y->tree_bytes += (uint64_t)e->st.st_size;
+	if (reg && !e->link_rel)        /* (a hard link's later names are not files of their own) */
+		y->tree_files++;
 	if (!d && y->ix && y->filter && !S_ISDIR(e->st.st_mode))
 		d = unindexed_dir(y, dest);
 	if (d) {
