@@ -19,13 +19,15 @@ from .workspace import WorkdirLock
 QUICK_FILES = 20_000
 M1_SETS = ("4k", "mixed")
 M2_SETS = ("4k", "mixed")
+SCALE_SETS = {"1m": ["tree1m"], "10m": ["tree1m", "tree10m"]}     # bench --scale [1m|10m]
 
 
 def _plan(args):
     """The sets, file systems, methods and rounds asked for; SystemExit with a message for a bad one."""
     sc = args.scenario
     if sc == "read":
-        set_names = args.sets.split(",") if args.sets else (["4k"] if args.quick else list(sets.REGISTRY))
+        set_names = args.sets.split(",") if args.sets else (["4k"] if args.quick else
+                                                            [n for n, s in sets.REGISTRY.items() if not s.scale])
     elif sc in ("m1", "m2"):
         set_names = args.sets.split(",") if args.sets else (["4k"] if args.quick else
                                                             list(M1_SETS if sc == "m1" else M2_SETS))
@@ -33,6 +35,8 @@ def _plan(args):
         if args.sets and args.sets != "4k":
             raise SystemExit("w1 writes the 4k set's files (--files N to scale); use --fs for the file systems")
         set_names = ["4k"]
+    if sc in ("read", "m1", "m2") and not args.sets and args.scale:
+        set_names += SCALE_SETS[args.scale]
     for n in set_names:
         if n not in sets.REGISTRY:
             raise SystemExit(f"unknown set {n!r}; known: {', '.join(sets.REGISTRY)}")

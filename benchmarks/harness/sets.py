@@ -65,6 +65,8 @@ def _loguniform(rng, lo, hi):
 
 @dataclass
 class SetSpec:
+    """scale (class attribute): a set of millions of files, left out of the default list unless --scale."""
+    scale = False
     name: str
     description: str
     defaults: dict
@@ -347,7 +349,10 @@ def contents(spec, params, plan):
 
 
 def generate(spec, params, plan, set_dir, progress_every=10.0):
-    """Carry out plan in set_dir (file contents: see contents())."""
+    """Carry out plan in set_dir (file contents: see contents()); the seconds it took. A scale set
+    (scaleset.py) makes itself: in parallel, resuming a killed generation."""
+    if getattr(spec, "scale", False):
+        return spec.generate(params, plan, set_dir)[0]
     set_dir = Path(set_dir)
     set_dir.mkdir(parents=True, exist_ok=True)
     for d in [] if plan.dirs_in_ops else plan.dirs:
@@ -419,3 +424,6 @@ def write_stream(spec, params, plan, outs, mode=0o644):
 def describe(name, params, plan):
     return (f"{name}: {plan.files:,} files, {plan.bytes / 1e6:,.1f} MB in {len(plan.dirs)} directories "
             f"(params {params})")
+
+
+from . import scaleset  # noqa: E402,F401  (registers tree1m and tree10m, which build on this module)

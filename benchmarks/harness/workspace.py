@@ -153,6 +153,7 @@ class _Base:
         self.keep = keep
         self.root = None        # mount point or directory
         self.reused = False
+        self.resumed = False    # a kept set whose generation was cut short: made on, not anew
         self.device = None
         self.info = {}
 
@@ -179,6 +180,15 @@ class _Base:
             return False
         want = self.manifest_wanted()
         return all(m.get(k) == v for k, v in want.items()) and self.set_dir.is_dir() and self.probe_dir.is_dir()
+
+    def generation_cut_short(self):
+        """A kept set whose resumable generation (scaleset.py) was cut short by a kill: its state
+        (SET.gen/params.json beside the set) names these parameters and it has no manifest yet."""
+        try:
+            st = json.loads((self.root / f"{self.set_name}.gen" / "params.json").read_text())
+        except (OSError, ValueError):
+            return False
+        return st.get("params") == json.loads(json.dumps(self.params)) and self.probe_dir.is_dir()
 
     def write_manifest(self, extra):
         m = dict(self.manifest_wanted(), complete=True, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), **extra)
@@ -231,9 +241,12 @@ class DirWorkspace(_Base):
             if self.keep and self.manifest_matches():
                 self.reused = True
                 util.log(f"reusing kept directory {self.root}")
+            elif self.keep and self.generation_cut_short():
+                self.resumed = True
+                util.log(f"kept directory {self.root}: its generation was cut short; resuming it")
             else:
                 shutil.rmtree(self.root)
-        if not self.reused:
+        if not self.reused and not self.resumed:
             self.root.mkdir(parents=True)
             self.created = True
             if self.probe:
@@ -322,11 +335,14 @@ class ImageWorkspace(_Base):
                 if self.manifest_matches() and os.path.getsize(self.image) >= self.size_bytes:
                     self.reused = True
                     util.log(f"reusing kept image {self.image} ({self.device})")
+                elif self.generation_cut_short() and os.path.getsize(self.image) >= self.size_bytes:
+                    self.resumed = True
+                    util.log(f"kept image {self.image}: its generation was cut short; resuming it")
                 else:
                     util.log(f"kept image {self.image} does not match the set parameters; rebuilding it")
                     self.close(delete=True)
                     reuse = False
-        if not self.reused:
+        if not self.reused and not self.resumed:
             self._check_space()
             with open(self.image, "wb") as f:
                 f.truncate(self.size_bytes)

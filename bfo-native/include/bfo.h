@@ -743,7 +743,14 @@ struct bfo_copy_stats {
 	uint64_t delete_held;   /* deletions not made: past bfo_copy_opts' delete_limit */
 	uint64_t space_needed;  /* bytes of the files the destination's full file system refused
 				   in the batch that met it (the run's result: -ENOSPC or -EDQUOT) */
-	uint64_t reserved[1];
+	/* What a progress display measures against: the regular files the
+	 * sources' walk (or a sync's list) met so far, and, once listed_whole
+	 * is 1, that it met them all: listed_files (and a sync's tree_bytes)
+	 * are then the run's totals.  Files copied and skipped add up to
+	 * listed_files at the end. */
+	uint64_t listed_files;
+	uint64_t listed_whole;
+	uint64_t reserved[2];
 };
 
 /* Called on the thread of bfo_copier_run(): error once per failed entry

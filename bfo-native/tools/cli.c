@@ -5,6 +5,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <inttypes.h>
@@ -29,6 +30,7 @@ void cli_progress_init(struct cli_progress *p, const char *what, int enabled)
 {
 	p->enabled = enabled < 0 ? isatty(STDERR_FILENO) : enabled;
 	p->what = what;
+	p->whole_shown = false;
 	p->t0 = p->last = cli_now_ns();
 }
 
@@ -55,6 +57,54 @@ void cli_progress_tick(struct cli_progress *p, uint64_t files, uint64_t bytes, b
 
 	fprintf(stderr, "\r\033[K%s%s%" PRIu64 " files, %.1f MB, %.0f MB/s", p->what ? p->what : "",
 		p->what ? " " : "", files, (double)bytes / 1e6, s > 0 ? (double)bytes / 1e6 / s : 0.0);
+}
+
+/* The terminal's width (80 when it cannot be told): a line longer than it
+ * wraps, and "\r" then rewrites only its last part. */
+static size_t term_cols(void)
+{
+	struct winsize ws;
+
+	return ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 20 ? ws.ws_col : 80;
+}
+
+void cli_progress_copy(struct cli_progress *p, uint64_t files, uint64_t bytes, uint64_t done,
+		       uint64_t listed, bool whole)
+{
+	uint64_t t = cli_now_ns();
+	char line[256];
+	int k;
+
+	/* the moment the totals become known is shown whatever the interval:
+	 * a run too short for a timed line still shows one with them */
+	if (!p->enabled || ((!whole || p->whole_shown) && t - p->last < PROGRESS_EVERY_NS))
+		return;
+	p->last = t;
+	p->whole_shown |= whole;
+	double s = (double)(t - p->t0) / 1e9;
+	double rate = s > 0 ? (double)done / s : 0.0;       /* files done a second, since the start */
+
+	k = snprintf(line, sizeof(line), "%s%s%" PRIu64 " files, %.1f MB, %.1f MB/s, %.0f files/s",
+		     p->what ? p->what : "", p->what ? " " : "", files, (double)bytes / 1e6,
+		     s > 0 ? (double)bytes / 1e6 / s : 0.0, s > 0 ? (double)files / s : 0.0);
+	if (k < 0)
+		return;
+	if (whole && listed && done <= listed && (size_t)k < sizeof(line)) {
+		/* the totals are known: the share done, and the time left at the rate so far */
+		double left = rate > 0 ? (double)(listed - done) / rate : 0.0;
+		unsigned long sec = (unsigned long)(left + 0.5);
+
+		k += snprintf(line + k, sizeof(line) - (size_t)k, "; %.0f%% of %" PRIu64,
+			      100.0 * (double)done / (double)listed, listed);
+		if (rate > 0 && k > 0 && (size_t)k < sizeof(line))
+			k += snprintf(line + k, sizeof(line) - (size_t)k, ", ETA %lu:%02lu:%02lu",
+				      sec / 3600, sec / 60 % 60, sec % 60);
+	} else if (listed && k > 0 && (size_t)k < sizeof(line)) {
+		k += snprintf(line + k, sizeof(line) - (size_t)k, "; %" PRIu64 " listed so far", listed);
+	}
+	size_t len = (size_t)k < sizeof(line) ? (size_t)k : sizeof(line) - 1, cols = term_cols() - 1;
+
+	fprintf(stderr, "\r\033[K%.*s", (int)(len < cols ? len : cols), line);
 }
 
 volatile sig_atomic_t cli_signal;

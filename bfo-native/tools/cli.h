@@ -27,6 +27,7 @@ struct cli_progress {
 	bool enabled;
 	const char *what;       /* NULL: no word before the counts */
 	uint64_t t0, last;      /* last 0: the next tick prints */
+	bool whole_shown;       /* a copy's line since its listing became whole */
 };
 
 /* enabled: 1 on, 0 off, -1 when stderr is a terminal. */
@@ -34,6 +35,12 @@ void cli_progress_init(struct cli_progress *p, const char *what, int enabled);
 /* Whether a tick now would print: for callers whose counts cost a call. */
 bool cli_progress_due(const struct cli_progress *p);
 void cli_progress_tick(struct cli_progress *p, uint64_t files, uint64_t bytes, bool final);
+/* A copy's line: files and bytes copied, their rates; done (copied and
+ * left as they were) of the listed files so far, and once the listing is
+ * whole the share done and the time left at the rate so far (ETA),
+ * cut to the terminal's width.  The final cli_progress_tick clears it. */
+void cli_progress_copy(struct cli_progress *p, uint64_t files, uint64_t bytes, uint64_t done,
+		       uint64_t listed, bool whole);
 
 /*
  * SIGINT and SIGTERM end a command within a second, as cp, tar and rsync

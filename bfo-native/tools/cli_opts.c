@@ -171,6 +171,11 @@ const struct cli_cmd cli_cmd_plan = {
 #define ROW_PROGRESS { .name = "progress", \
 	.help = "show progress on stderr (default: when it is a terminal)" }
 #define ROW_NOPROGRESS { .name = "no-progress", .help = "show no progress" }
+/* rsync's spelling of the same: progress2 is its whole-run line, which is
+ * the line bfo shows (its per-file progress1 has no counterpart here) */
+static const char *const cli_infos[] = { "progress2", "progress0", NULL };
+#define ROW_INFO { .name = "info", .arg = "FLAG", .values = cli_infos, .help = \
+	"as rsync's --info: progress2 is --progress, progress0 is --no-progress" }
 #define ROW_HELP { .name = "help", .letter = 'h', .help = "show this help" }
 
 static const struct cli_opt cp_opts[CO_N] = {
@@ -196,6 +201,7 @@ static const struct cli_opt cp_opts[CO_N] = {
 	[CO_STATS] = ROW_STATS,
 	[CO_PROGRESS] = ROW_PROGRESS,
 	[CO_NOPROGRESS] = ROW_NOPROGRESS,
+	[CO_INFO] = ROW_INFO,
 	[CO_HELP] = ROW_HELP,
 };
 
@@ -251,6 +257,7 @@ static const struct cli_opt send_opts[CO_N] = {
 	[CO_STATS] = ROW_STATS,
 	[CO_PROGRESS] = ROW_PROGRESS,
 	[CO_NOPROGRESS] = ROW_NOPROGRESS,
+	[CO_INFO] = ROW_INFO,
 	[CO_HELP] = ROW_HELP,
 };
 
@@ -286,6 +293,7 @@ static const struct cli_opt recv_opts[CO_N] = {
 	[CO_STATS] = ROW_STATS,
 	[CO_PROGRESS] = ROW_PROGRESS,
 	[CO_NOPROGRESS] = ROW_NOPROGRESS,
+	[CO_INFO] = ROW_INFO,
 	[CO_HELP] = ROW_HELP,
 };
 

@@ -76,6 +76,7 @@ int copy_args_opt(struct copy_args *a, int opt, const char *arg, int choice)
 	case CO_STATS: a->stats = true; return 1;
 	case CO_PROGRESS: a->progress = 1; return 1;
 	case CO_NOPROGRESS: a->progress = 0; return 1;
+	case CO_INFO: a->progress = choice == 0; return 1;
 	}
 	return 0;
 }
@@ -175,7 +176,8 @@ static void on_progress(void *arg, const struct bfo_copy_stats *st)
 {
 	struct copy_ui *ui = arg;
 
-	cli_progress_tick(&ui->prog, st->files, st->bytes, false);
+	cli_progress_copy(&ui->prog, st->files, st->bytes, st->files + st->skipped, st->listed_files,
+			  st->listed_whole);
 }
 
 void copy_ui_init(struct copy_ui *ui, const char *cmd, const char *what, int progress,

@@ -439,6 +439,12 @@ static int copier_run(struct bfo_copier *c, const char *const *srcs, unsigned ns
 		copy_source_go(c, &r, (uint16_t)i);
 	if (c->listing)
 		copy_sync_flush(c);
+	/* every source walked (or listed and decided): what is left to copy
+	 * is known, so a progress display can say how long it will take */
+	pthread_mutex_lock(&c->lock);
+	c->st.listed_whole = !atomic_load(&c->cancel);
+	pthread_mutex_unlock(&c->lock);
+	copy_progress(c, true);
 	copy_run_drain(c);
 	ret = run_close(c, &r);
 	copy_progress(c, true);

@@ -347,6 +347,11 @@ void copy_submit_file(struct bfo_copier *c, const char *src, uint16_t srcno, uin
 		return;
 	}
 	c->reading = true;
+	if (!c->listing) {              /* (a sync's list counts its own: sync_decide) */
+		pthread_mutex_lock(&c->lock);
+		c->st.listed_files++;
+		pthread_mutex_unlock(&c->lock);
+	}
 	if (!copy_grow((void **)&c->src_of, &c->capsub, c->nsub + 1, sizeof(*c->src_of))) {
 		c->oom = true;
 		return;

@@ -198,6 +198,7 @@ static void decide(struct bfo_copier *c, struct lbatch *b)
 	}
 	pthread_mutex_lock(&c->lock);
 	c->st.tree_bytes = c->sync.tree_bytes;
+	c->st.listed_files = c->sync.tree_files;
 	pthread_mutex_unlock(&c->lock);
 	if (!dry)
 		copy_list_apply(c, b);

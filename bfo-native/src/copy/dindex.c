@@ -23,6 +23,8 @@
 #include "sync.h"
 #include "write.h"
 
+_Static_assert(sizeof(struct dent) == 64, "an entry of the index is 64 bytes: one per file of DST");
+
 struct dindex {
 	struct dent *e;
 	uint64_t *key;              /* each entry's path's key (dindex_key): a rehash reads no name */
@@ -30,6 +32,8 @@ struct dindex {
 	char *names;                /* offset 0 holds "": no name */
 	size_t nlen, ncap;
 	uint32_t *tab;              /* entry + 1, 0 free */
+	struct ddir *dirs;          /* the directories' (dent's aux - 1) */
+	size_t ndirs, capdirs;
 	size_t tabsize;             /* a power of two, at least twice n */
 	struct bfo_stats st;
 };
@@ -115,6 +119,27 @@ static bool names_room(struct dindex *ix, size_t len)
 	return true;
 }
 
+/* A new directory's struct ddir, zeroed: its index + 1, 0 when out of memory. */
+static uint64_t dir_add(struct dindex *ix)
+{
+	if (ix->ndirs == ix->capdirs) {
+		size_t c = ix->capdirs ? ix->capdirs * 2 : 1024;
+		struct ddir *v = realloc(ix->dirs, c * sizeof(*v));
+
+		if (!v)
+			return 0;
+		ix->dirs = v;
+		ix->capdirs = c;
+	}
+	ix->dirs[ix->ndirs] = (struct ddir){ 0 };
+	return ++ix->ndirs;
+}
+
+struct ddir *dindex_dir(const struct dindex *ix, const struct dent *d)
+{
+	return d->type == DT_DIR && d->aux && d->aux <= ix->ndirs ? &ix->dirs[d->aux - 1] : NULL;
+}
+
 static size_t name_put(struct dindex *ix, const char *s, size_t len)
 {
 	size_t at;
@@ -164,14 +189,19 @@ static int add(struct dindex *ix, const char *prefix, const char *rel, uint16_t 
 	*d = (struct dent){ .src = src, .type = se->type, .mode = se->st.st_mode,
 			    .uid = se->st.st_uid, .gid = se->st.st_gid,
 			    .mtime_sec = se->st.st_mtim.tv_sec, .mtime_nsec = (uint32_t)se->st.st_mtim.tv_nsec,
-			    .nlink = (uint32_t)se->st.st_nlink, .size = (uint64_t)se->st.st_size,
-			    .ino = se->st.st_ino, .dev = se->st.st_dev, .rdev = se->st.st_rdev,
-			    .hash = se->hash, .path = ix->nlen };
+			    .size = (uint64_t)se->st.st_size, .ino = se->st.st_ino,
+			    .dev = dindex_dev(se->st.st_dev), .path = ix->nlen };
 	ix->nlen += len + 1;
 	ix->key[ix->n] = key_of(path, len);
+	if (se->type == DT_REG)
+		d->aux = se->hash;
+	else if (se->type == DT_CHR || se->type == DT_BLK)
+		d->aux = se->st.st_rdev;
+	else if (se->type == DT_DIR && !(d->aux = dir_add(ix)))
+		return -ENOMEM;
 	if (se->type == DT_DIR && (flags & DINDEX_XATTRS) && full)
-		d->xhash = sync_xattrs_hash(full);
-	if (se->target && !(d->target = name_put(ix, se->target, strlen(se->target))))
+		ix->dirs[d->aux - 1].xhash = sync_xattrs_hash(full);
+	if (se->target && se->type == DT_LNK && !(d->aux = name_put(ix, se->target, strlen(se->target))))
 		return -ENOMEM;
 	h = slot_of(ix, ix->key[ix->n]);
 	while (ix->tab[h])
@@ -373,7 +403,7 @@ const char *dindex_path(const struct dindex *ix, const struct dent *d)
 
 const char *dindex_target(const struct dindex *ix, const struct dent *d)
 {
-	return d->target ? ix->names + d->target : NULL;
+	return d->type == DT_LNK && d->aux ? ix->names + d->aux : NULL;
 }
 
 struct dent *dindex_at(struct dindex *ix, size_t i)
@@ -399,5 +429,6 @@ void dindex_free(struct dindex *ix)
 	free(ix->key);
 	free(ix->names);
 	free(ix->tab);
+	free(ix->dirs);
 	free(ix);
 }

@@ -5,7 +5,8 @@
  * that each entry of the file list is compared with one lookup, and what
  * no entry of the list named is known at the end (--delete).
  *
- * Memory: about 100 bytes and the path per entry.  The index is only a
+ * Memory: 64 bytes, the path and 8 bytes of key per entry, 8 to 16 bytes
+ * of hash table, and 48 more per directory (struct ddir).  The index is only a
  * view of what was there: nothing is ever acted on through it (a deletion
  * resolves its path again, beneath the root, without following a link).
  */
@@ -16,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/sysmacros.h>
 #include <sys/types.h>
 
 #include "bfo.h"
@@ -24,31 +26,44 @@ struct filter;
 struct stat;
 
 struct dent {
-	size_t path;            /* offset of the NUL-terminated path in the index's names */
-	size_t target;          /* a symbolic link's target, likewise (0: none) */
-	uint16_t src;           /* the copy (source) it belongs to */
-	uint8_t type;           /* DT_* */
-	uint8_t seen;           /* named by the file list (not deleted) */
-	uint8_t written;        /* the list's entry at its place is written (wanted) */
-	uint8_t tree : 1;       /* the list's entry at its place is of the other kind: it
-				   replaces this entry, and what is below it (WANT_TREE) */
-	uint8_t refused : 1;    /* ... but cannot (a directory with entries kept) */
+	uint64_t path;          /* offset of the NUL-terminated path in the index's names */
+	/* by type: a regular file's xxh3-64 of its bytes (DINDEX_HASH), a
+	 * device's rdev, a symbolic link's target (its offset in the names,
+	 * 0: none), a directory's struct ddir (its index + 1, 0: none) */
+	uint64_t aux;
+	int64_t mtime_sec;
+	uint64_t size;
+	uint64_t ino;
 	uint32_t mode;          /* st_mode */
 	uint32_t uid, gid;
 	uint32_t mtime_nsec;
-	uint32_t nlink;
-	int64_t mtime_sec;
-	uint64_t size;
-	uint64_t ino, dev;
-	uint64_t rdev;
-	uint64_t hash;          /* DINDEX_HASH: xxh3-64 of a regular file's bytes */
-	uint64_t xhash;         /* a directory's xattrs (sync_xattrs_hash), 0: none */
-	/* a directory named by the list: the source's times, put back when
-	 * entries written or deleted below it move them */
+	uint32_t dev;           /* st_dev as the kernel keeps it (dindex_dev) */
+	uint16_t src;           /* the copy (source) it belongs to */
+	uint8_t type;           /* DT_* */
+	uint8_t seen : 1;       /* named by the file list (not deleted) */
+	uint8_t written : 1;    /* the list's entry at its place is written (wanted) */
+	uint8_t tree : 1;       /* the list's entry at its place is of the other kind: it
+				   replaces this entry, and what is below it (WANT_TREE) */
+	uint8_t refused : 1;    /* ... but cannot (a directory with entries kept) */
+};
+
+/* What only a directory has: kept beside the entries, so that the many
+ * files do not carry it. */
+struct ddir {
+	uint64_t xhash;         /* its xattrs (sync_xattrs_hash), 0: none */
+	/* named by the list: the source's times, put back when entries
+	 * written or deleted below it move them */
 	int64_t want_atime, want_mtime;
 	uint32_t want_atime_nsec, want_mtime_nsec;
 	bool want_times, touched;
 };
+
+/* st_dev in the dent's 32 bits: the kernel's dev_t is 32 bits (12 of
+ * major, 20 of minor), so two devices never share one. */
+static inline uint32_t dindex_dev(uint64_t dev)
+{
+	return (uint32_t)((major(dev) & 0xfffu) << 20 | (minor(dev) & 0xfffffu));
+}
 
 /* One copy of the destination: where it is below the root ("" is the
  * root itself), and its source's name for the filter rules. */
@@ -93,6 +108,9 @@ uint64_t dindex_key(const char *path);
  * were most of their time in those loads).  Changes nothing.
  */
 void dindex_prefetch(const struct dindex *ix, const uint64_t *keys, size_t n);
+/* A directory entry's struct ddir (NULL: not a directory, or no memory
+ * for it when it was indexed); it moves as entries do. */
+struct ddir *dindex_dir(const struct dindex *ix, const struct dent *d);
 /* An entry's path and link target. */
 const char *dindex_path(const struct dindex *ix, const struct dent *d);
 const char *dindex_target(const struct dindex *ix, const struct dent *d);

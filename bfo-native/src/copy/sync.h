@@ -100,6 +100,7 @@ struct sync {
 	uint64_t skipped;           /* regular files the copy has */
 	uint64_t wanted;            /* entries asked for */
 	uint64_t tree_bytes;        /* bytes of the list's regular files */
+	uint64_t tree_files;        /* and their number, hard links' later names left out */
 	uint64_t deleted_early;     /* entries below one of another kind, removed with it */
 	uint64_t delete_max;        /* deletions allowed (UINT64_MAX: no limit) */
 	uint64_t delete_held;       /* deletions not made: past delete_max */

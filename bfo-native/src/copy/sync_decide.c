@@ -156,7 +156,7 @@ static bool same_file(const struct sync *y, const struct dent *d, const struct l
 		return false;
 	if (!(y->flags & BFO_COPY_CHECKSUM))
 		return same_meta(d, w);
-	return d->hash == e->hash && (d->mode & 07777) == w->mode &&
+	return d->aux == e->hash && (d->mode & 07777) == w->mode &&
 	       (!(w->flags & BFO_WENTRY_OWNER) || (d->uid == w->uid && d->gid == w->gid));
 }
 
@@ -164,12 +164,14 @@ static bool same_other(const struct sync *y, const struct dent *d, const struct 
 		       const struct bfo_wentry *w)
 {
 	mode_t m = e->st.st_mode;
+	const struct ddir *dd;
 	const char *t;
 
 	switch (d->type) {
 	case DT_DIR:
+		dd = dindex_dir(y->ix, d);
 		return S_ISDIR(m) && same_meta(d, w) && (!(y->flags & BFO_COPY_ARCHIVE) ||
-							 d->xhash == e->xhash);
+							 (dd ? dd->xhash : 0) == e->xhash);
 	case DT_LNK:
 		/* (a symbolic link's mode is always 0777: not compared) */
 		t = dindex_target(y->ix, d);
@@ -183,7 +185,7 @@ static bool same_other(const struct sync *y, const struct dent *d, const struct 
 		return S_ISSOCK(m) && same_meta(d, w);
 	case DT_CHR:
 	case DT_BLK:
-		return (d->type == DT_CHR ? S_ISCHR(m) : S_ISBLK(m)) && d->rdev == e->st.st_rdev &&
+		return (d->type == DT_CHR ? S_ISCHR(m) : S_ISBLK(m)) && d->aux == (uint64_t)e->st.st_rdev &&
 		       same_meta(d, w);
 	}
 	return false;
@@ -394,17 +396,21 @@ uint8_t sync_decide(struct sync *y, const struct lent *e)
 
 	if (reg)
 		y->tree_bytes += (uint64_t)e->st.st_size;
+	if (reg && !e->link_rel)        /* (a hard link's later names are not files of their own) */
+		y->tree_files++;
 	if (!d && y->ix && y->filter && !S_ISDIR(e->st.st_mode))
 		d = unindexed_dir(y, dest);
 	if (d) {
 		d->seen = 1;
-		if (S_ISDIR(e->st.st_mode) && d->type == DT_DIR) {
+		struct ddir *dd = S_ISDIR(e->st.st_mode) ? dindex_dir(y->ix, d) : NULL;
+
+		if (dd) {
 			/* its times come back after what happens below it */
-			d->want_times = true;
-			d->want_atime = e->st.st_atim.tv_sec;
-			d->want_atime_nsec = (uint32_t)e->st.st_atim.tv_nsec;
-			d->want_mtime = e->st.st_mtim.tv_sec;
-			d->want_mtime_nsec = (uint32_t)e->st.st_mtim.tv_nsec;
+			dd->want_times = true;
+			dd->want_atime = e->st.st_atim.tv_sec;
+			dd->want_atime_nsec = (uint32_t)e->st.st_atim.tv_nsec;
+			dd->want_mtime = e->st.st_mtim.tv_sec;
+			dd->want_mtime_nsec = (uint32_t)e->st.st_mtim.tv_nsec;
 		}
 		if ((d->type == DT_DIR) != !!S_ISDIR(e->st.st_mode)) {
 			if ((tree = type_change(y, dest, d, e)) == WANT_SKIP)
@@ -457,6 +463,6 @@ void sync_touch(struct sync *y, const char *path)
 	struct dent *d;
 
 	wpath_split(path, dir, sizeof(dir));
-	if (*dir && (d = dindex_get(y->ix, dir)))
-		d->touched = true;
+	if (*dir && (d = dindex_get(y->ix, dir)) && dindex_dir(y->ix, d))
+		dindex_dir(y->ix, d)->touched = true;
 }

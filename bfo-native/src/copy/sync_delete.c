@@ -43,7 +43,7 @@ static int delete_one(struct sync *y, const struct dent *d)
 		return dfd;
 	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		ret = errno == ENOENT ? 0 : -errno;
-	else if (st.st_ino != d->ino || st.st_dev != d->dev || S_ISDIR(st.st_mode) != (d->type == DT_DIR))
+	else if (st.st_ino != d->ino || dindex_dev(st.st_dev) != d->dev || S_ISDIR(st.st_mode) != (d->type == DT_DIR))
 		ret = -ESTALE;
 	else if (unlinkat(dfd, base, d->type == DT_DIR ? AT_REMOVEDIR : 0) < 0)
 		ret = -errno;
@@ -108,19 +108,21 @@ uint64_t sync_dirs_fix(struct sync *y, void (*report)(void *arg, const char *pat
 
 	for (size_t i = 0; i < dindex_count(y->ix); i++) {
 		struct dent *d = dindex_at(y->ix, i);
+		const struct ddir *dd = dindex_dir(y->ix, d);
 		const char *path = dindex_path(y->ix, d);
-		struct timespec ts[2] = { { d->want_atime, d->want_atime_nsec },
-					  { d->want_mtime, d->want_mtime_nsec } };
 		struct stat st;
 		int fd;
 
-		if (!d->want_times || !d->touched || !(y->flags & BFO_COPY_ARCHIVE))
+		if (!dd || !dd->want_times || !dd->touched || !(y->flags & BFO_COPY_ARCHIVE))
 			continue;
+		struct timespec ts[2] = { { dd->want_atime, dd->want_atime_nsec },
+					  { dd->want_mtime, dd->want_mtime_nsec } };
+
 		fd = wpath_open_dir(y->rootfd, path, false);
 		/* the directory that was indexed, and no other (another user may
 		 * have put another one in its place): its times only */
-		if (fd >= 0 && fstat(fd, &st) == 0 && st.st_ino == d->ino && st.st_dev == d->dev &&
-		    (st.st_mtim.tv_sec != d->want_mtime || st.st_mtim.tv_nsec != (long)d->want_mtime_nsec)) {
+		if (fd >= 0 && fstat(fd, &st) == 0 && st.st_ino == d->ino && dindex_dev(st.st_dev) == d->dev &&
+		    (st.st_mtim.tv_sec != dd->want_mtime || st.st_mtim.tv_nsec != (long)dd->want_mtime_nsec)) {
 			if (utimensat(fd, "", ts, AT_EMPTY_PATH) < 0)
 				report(arg, path, -errno);
 			else

@@ -217,6 +217,7 @@ int rx_on_list(struct rx *x, struct slot *s)
 	}
 	pthread_mutex_lock(&c->lock);
 	c->st.tree_bytes = c->sync.tree_bytes;
+	c->st.listed_files = c->sync.tree_files;
 	pthread_mutex_unlock(&c->lock);
 	/* (the runs go right after the wants, in the same buffer) */
 	size_t len = wire_wants_put(x->wants + s->f.count, x->wants, s->f.count);

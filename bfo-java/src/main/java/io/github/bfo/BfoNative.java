@@ -187,8 +187,8 @@ final class BfoNative {
     // ---------------------------------------------------------------- struct bfo_recover_stats (64 bytes)
     static final int RSTATS_SIZE = 64;
 
-    // ---------------------------------------------------------------- struct bfo_copy_stats (120 bytes)
-    static final int CSTATS_SIZE = 120;
+    // ---------------------------------------------------------------- struct bfo_copy_stats (144 bytes)
+    static final int CSTATS_SIZE = 144;
     static final int CSTATS_files = 0, CSTATS_others = 8, CSTATS_bytes = 16, CSTATS_errors = 24, CSTATS_batches = 32,
             CSTATS_ns_total = 40, CSTATS_read_engine = 48, CSTATS_write_engine = 52;
     static final int COPY_ARCHIVE = 1, COPY_REPLACE = 2;
