@@ -183,6 +183,7 @@ static void on_progress(void *arg, const struct bfo_copy_stats *st)
 void copy_ui_init(struct copy_ui *ui, const char *cmd, const char *what, int progress,
 		  bool writes)
 {
+	*ui = (struct copy_ui){ 0 };    /* callers' structs are on their stacks */
 	ui->cmd = cmd;
 	ui->writes = writes;
 	cli_progress_init(&ui->prog, what, progress);
