@@ -195,13 +195,17 @@ static int entry_in(const struct bfo_copier *c, size_t k, const char *dest)
 {
 	const struct src *s = &c->srcs[k];
 	size_t l = strlen(s->name);
-	const char *rel = dest + (*s->name ? l + (dest[l] == '/') : 0);
+	const char *rel;
 	struct open_how how = { .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
 				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
 	struct stat st;
 	int root, fd = -1;
 
-	if (!place_within(dest, s->name) || (s->file && *rel))
+	if (!place_within(dest, s->name))
+		return -1;
+	/* dest is s->name or below it: dest[l] is there to read */
+	rel = dest + (*s->name ? l + (dest[l] == '/') : 0);
+	if (s->file && *rel)
 		return -1;
 	if (!*rel)
 		return S_ISDIR(s->st.st_mode);
