@@ -55,8 +55,9 @@ int main(void)
 	if (!t_have_prog("rsync"))
 		t_skip("no rsync to compare with");
 	tmp = t_tmpdir();
-	const char *src = t_path(tmp, "src"), *dst = t_path(tmp, "dst"), *rdst = t_path(tmp, "rdst");
-	const char *rsh = tw_local_rsh(tmp);
+	const char *src = t_keep(t_path(tmp, "src")), *dst = t_keep(t_path(tmp, "dst"));
+	const char *rdst = t_keep(t_path(tmp, "rdst"));
+	const char *rsh = t_keep(tw_local_rsh(tmp));
 	int kept_steps = 0;
 
 	tw_mkdirs(tw_fmt("%s/d", src));

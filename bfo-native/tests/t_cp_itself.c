@@ -91,11 +91,11 @@ static void refused(const char *dir, const char *src, const char *dst)
 
 static void into_itself(void *arg)
 {
-	const char *top = t_pathf("%s/itself", tmp);
-	const char *dir = t_pathf("%s/a", top);
+	const char *top = t_keep(t_pathf("%s/itself", tmp));
+	const char *dir = t_keep(t_pathf("%s/a", top));
 
 	tw_mkdirs(dir);
-	make_tree(t_pathf("%s/ba", dir));
+	make_tree(t_keep(t_pathf("%s/ba", dir)));
 	refused(dir, "ba", "ba/inside");
 	refused(dir, "ba/", "ba/inside");
 	refused(dir, "ba/", "ba");
@@ -104,8 +104,8 @@ static void into_itself(void *arg)
 
 	/* the API: the source named, nothing written */
 	struct bfo_copier *c;
-	const char *srcs[] = { t_pathf("%s/a/x", top), t_pathf("%s/ba", dir) };
-	const char *dst = t_pathf("%s/ba/x/y/new", dir);
+	const char *srcs[] = { t_keep(t_pathf("%s/a/x", top)), t_keep(t_pathf("%s/ba", dir)) };
+	const char *dst = t_keep(t_pathf("%s/ba/x/y/new", dir));
 	unsigned which = 9;
 
 	tw_mkdirs(srcs[0]);
@@ -120,7 +120,7 @@ static void into_itself(void *arg)
 
 static void excluded_ok(void *arg)
 {
-	const char *dir = t_pathf("%s/excl", tmp), *ref = t_pathf("%s/excl-ref", tmp);
+	const char *dir = t_keep(t_pathf("%s/excl", tmp)), *ref = t_keep(t_pathf("%s/excl-ref", tmp));
 	char msg[1024];
 	int n;
 
@@ -150,8 +150,8 @@ static void no_journal(const char *what, const char *ref, const char *dst)
 
 static void journals(void *arg)
 {
-	const char *src = t_pathf("%s/jsrc", tmp), *ref = t_pathf("%s/jref", tmp);
-	const char *out = t_pathf("%s/jout", tmp), *out2 = t_pathf("%s/jout2", tmp);
+	const char *src = t_keep(t_pathf("%s/jsrc", tmp)), *ref = t_keep(t_pathf("%s/jref", tmp));
+	const char *out = t_keep(t_pathf("%s/jout", tmp)), *out2 = t_keep(t_pathf("%s/jout2", tmp));
 
 	make_tree(src);
 	make_journal(src, ".");

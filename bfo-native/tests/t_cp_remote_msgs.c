@@ -48,7 +48,7 @@ static int lines_with(const char *err, const char *prefix)
 static void one_reason(const char *shell, const char *bfo, const char *want, const char *what)
 {
 	for (int k = 0; k < 2; k++) {
-		const char *dst = t_pathf("%s/never-%s-%d", tmp, what, k);
+		const char *dst = t_keep(t_pathf("%s/never-%s-%d", tmp, what, k));
 		struct tw_run r;
 
 		if (k)
@@ -78,7 +78,7 @@ static void unreachable(void *arg)
 {
 	static const char sh[] = "#!/bin/sh\necho \"ssh: Could not resolve hostname $1: Name or "
 				 "service not known\" >&2\nexit 255\n";
-	char *p = t_path(tmp, "rsh-unreachable");
+	const char *p = t_keep(t_path(tmp, "rsh-unreachable"));
 
 	t_write_bytes(p, sh, sizeof(sh) - 1);
 	T_ASSERT(chmod(p, 0755) == 0, "chmod %s", p);
@@ -104,13 +104,13 @@ static bool sent(const char *err, long *n, double *bytes)
 
 static void summary(void *arg)
 {
-	const char *ref = t_pathf("%s/ref", tmp);
+	const char *ref = t_keep(t_pathf("%s/ref", tmp));
 	char msg[1024];
 
 	tw_mkdirs(ref);
 	T_EQ(t_sh("rsync -a %s %s", src, ref), 0);
 	for (int k = 0; k < 2; k++) {
-		const char *dst = t_pathf("%s/%s", tmp, k ? "pulled" : "pushed");
+		const char *dst = t_keep(t_pathf("%s/%s", tmp, k ? "pulled" : "pushed"));
 		struct tw_run r;
 		long n = -1;
 		double bytes = -1;
@@ -153,8 +153,8 @@ int main(void)
 	if (!t_have_prog("rsync"))
 		t_skip("no rsync to compare with");
 	tmp = t_tmpdir();
-	rsh = tw_local_rsh(tmp);
-	src = t_path(tmp, "src");
+	rsh = t_keep(tw_local_rsh(tmp));
+	src = t_keep(t_path(tmp, "src"));
 	tw_mkdirs(tw_fmt("%s/d", src));
 	for (int i = 0; i < 12; i++)
 		t_write_random(tw_fmt("%s/%s%02d", src, i % 2 ? "d/f" : "f", i), 30000, (uint64_t)i + 3);

@@ -107,6 +107,9 @@ const char *t_tmpdir(void);
 char *t_mkdtemp_in(const char *dir);
 char *t_path(const char *dir, const char *name);      /* malloc'ed dir/name */
 char *t_pathf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* p (malloc'ed) kept for the life of the process: never freed, and not
+ * counted by the leak checker (up to 256 of them) */
+const char *t_keep(char *p);
 
 uint64_t t_rand(uint64_t *state);                     /* splitmix64 */
 uint64_t t_rand_range(uint64_t *state, uint64_t lo, uint64_t hi);  /* [lo, hi] */

@@ -113,10 +113,12 @@ static void full_then_room(const char *what, const char *cmd, const char *again,
 	tw_fill_fs(mnt, "filler", 1 << 20);
 	st = t_sh("%s 2>%s", cmd, errf);
 	T_OK(t_read_plain(errf, &buf, &len));
-	err = (char *)buf;
+	err = strndup((char *)buf, len);        /* (t_read_plain's bytes end with no NUL) */
+	free(buf);
+	T_ASSERT(err, "out of memory");
 	T_EQ(st, 11);
 	one_line(what, err);
-	free(buf);
+	free(err);
 	n = whole(copy, src, "");
 	t_log("%s: %d of %d files copied before the file system was full, each whole", what, n, NFILES);
 	T_ASSERT(n > 0 && n < NFILES, "%s: %d files copied: not a partial copy", what, n);
@@ -125,7 +127,7 @@ static void full_then_room(const char *what, const char *cmd, const char *again,
 	T_ASSERT(unlink(tw_fmt("%s/filler", mnt)) == 0, "unlink filler: %s", strerror(errno));
 	st = t_sh("%s 2>%s", again, errf);
 	T_OK(t_read_plain(errf, &buf, &len));
-	T_ASSERT(st == 0, "%s with room: exit %d: %s", what, st, (char *)buf);
+	T_ASSERT(st == 0, "%s with room: exit %d: %.*s", what, st, (int)len, (char *)buf);
 	free(buf);
 	n = tw_tree_diff(src, copy, TW_MODE | TW_MTIME | TW_LINKS | top, NULL, msg, sizeof(msg));
 	T_ASSERT(n == 0, "%s: the finished copy differs from its source: %s", what, msg);
@@ -156,7 +158,7 @@ static void recv_full(void *arg)
 
 static void remote_full(void *arg)
 {
-	const char *rsh = tw_local_rsh(t_tmpdir());
+	const char *rsh = t_keep(tw_local_rsh(t_tmpdir()));
 	const char *out = tw_fmt("%s/remote", mnt);
 	const char *cmd = tw_fmt("%s cp -a --rsh %s --remote-bfo %s %s h:%s", BFO_CLI, rsh, BFO_CLI,
 				 src, out);
@@ -184,7 +186,7 @@ int main(void)
 		t_skip("not root: no loop file system to fill");
 	const char *tmp = t_tmpdir();
 
-	src = t_path(tmp, "src");
+	src = t_keep(t_path(tmp, "src"));
 	mnt = t_loop_fs_or_skip("ext4", 8, NULL, NULL);
 	make_source(src);
 	t_subtest("bfo cp onto a full file system", 120, cp_full, NULL);
