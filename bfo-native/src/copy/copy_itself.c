@@ -89,13 +89,10 @@ static bool kept_out(const struct bfo_copier *c, const char *name, char *rel)
 	for (char *end = rel; *rel && !out; end++) {
 		if (*end && *end != '/')
 			continue;
-		char keep = *end, *full = NULL;
+		char keep = *end;
 
 		*end = '\0';
-		out = filter_journal(rel) ||
-		      (c->filter && asprintf(&full, "%s%s%s", name, *name ? "/" : "", rel) >= 0 &&
-		       filter_excluded(c->filter, full, true));
-		free(full);
+		out = filter_source_skips(c->filter, name, rel, true);
 		*end = keep;
 		if (!keep)
 			break;

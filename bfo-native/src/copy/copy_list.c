@@ -192,18 +192,7 @@ struct skipper {
 static bool skip(void *arg, const char *rel, bool dir)
 {
 	const struct skipper *k = arg;
-	char *name;
-	bool out;
-
-	if (filter_journal(rel))
-		return true;
-	if (!k->f)
-		return false;
-	if (asprintf(&name, "%s%s%s", k->name, *k->name ? "/" : "", rel) < 0)
-		return false;
-	out = filter_excluded(k->f, name, dir);
-	free(name);
-	return out;
+	return filter_source_skips(k->f, k->name, rel, dir);
 }
 
 /* One entry into b: e's path and target are taken over.  One another

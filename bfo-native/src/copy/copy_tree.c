@@ -85,18 +85,7 @@ static bool walk_skip(void *arg, const char *path, bool dir)
 {
 	const struct skipper *k = arg;
 	const char *rel = path + k->rootlen + (path[k->rootlen] == '/');
-	char *name;
-	bool out;
-
-	if (filter_journal(rel))
-		return true;
-	if (!k->f)
-		return false;
-	if (asprintf(&name, "%s%s%s", k->name, *k->name ? "/" : "", rel) < 0)
-		return false;
-	out = filter_excluded(k->f, name, dir);
-	free(name);
-	return out;
+	return filter_source_skips(k->f, k->name, rel, dir);
 }
 
 /* Directories the walk could not read, named through the error callback. */

@@ -8,6 +8,7 @@
  * up (wildmatch itself backtracks).
  */
 #include <ctype.h>
+#include <stdio.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -439,4 +440,18 @@ bool filter_journal(const char *name)
 	const char *base = strrchr(name, '/');
 
 	return !strcmp(base ? base + 1 : name, BFO_JOURNAL_DIR);
+}
+
+bool filter_source_skips(const struct filter *f, const char *src, const char *rel, bool dir)
+{
+	char *name;
+	bool out;
+
+	if (filter_journal(rel))
+		return true;
+	if (!f || asprintf(&name, "%s%s%s", src, *src ? "/" : "", rel) < 0)
+		return false;
+	out = filter_excluded(f, name, dir);
+	free(name);
+	return out;
 }

@@ -59,6 +59,11 @@ void filter_free(struct filter *f);
  */
 bool filter_journal(const char *name);
 
+/* rel (below the source src, whose name the rules see: "" for a source's
+ * contents) is left out of what a copy reads: a journal, or excluded as
+ * src/rel by f (NULL: no rules). */
+bool filter_source_skips(const struct filter *f, const char *src, const char *rel, bool dir);
+
 /* pattern (len bytes, no trailing '/') matches text[0..tlen), '*' and '?'
  * not crossing '/', "**" crossing it: the matcher alone, for the fuzzer. */
 bool filter_glob(const char *pattern, size_t len, const char *text, size_t tlen);
